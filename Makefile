@@ -1,0 +1,66 @@
+# incident-replay. `make demo` runs the scorecard on the embedded catalogue (no Docker);
+# `make test` runs vet and every test, the Ginkgo suites included.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+export TESTCONTAINERS_RYUK_DISABLED := true
+export TESTCONTAINERS_HOST_OVERRIDE := 127.0.0.1
+
+GO        ?= go
+BIN       := $(CURDIR)/bin
+REPORTS   := $(CURDIR)/reports
+SPEED     ?= 60
+FUZZTIME  ?= 2m
+IMAGE     ?= incident-replay/fakesglang:dev
+UNIT_PKGS  = $(shell $(GO) list ./... | grep -v /e2e)
+
+.PHONY: all build test vet unit e2e demo lint bench fuzz image gpu-acceptance clean
+
+all: build
+
+build:
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(BIN)/fakesglang ./cmd/fakesglang
+	$(GO) build -o $(BIN)/llmwait ./cmd/llmwait
+	$(GO) build -o $(BIN)/incident-replay ./cmd/incident-replay
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 $(UNIT_PKGS)
+
+# Ginkgo suites: in-process and container specs; gpu specs report themselves skipped without NVML.
+e2e: build
+	@mkdir -p $(REPORTS)
+	$(GO) test -count=1 -timeout 25m ./e2e/ -ginkgo.v=false -ginkgo.junit-report=$(REPORTS)/e2e-junit.xml
+
+test: vet unit e2e
+
+demo: build
+	$(BIN)/incident-replay score --speed $(SPEED) --markdown $(REPORTS)/scorecard.md --junit $(REPORTS)/scorecard-junit.xml
+
+lint: vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(UNIT_PKGS)
+	bash bench/parse.sh
+	bash bench/http.sh
+
+# Each fuzz target runs FUZZTIME; corpora live in the packages' testdata/fuzz.
+fuzz:
+	@$(GO) list -f '{{.ImportPath}} {{.Dir}}' $(UNIT_PKGS) | while read -r pkg dir; do \
+	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | sed 's/func //'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
+	  done; done
+
+image:
+	$(GO) run ./cmd/incident-replay image --tag $(IMAGE)
+
+gpu-acceptance:
+	$(GO) test -count=1 -timeout 60m ./e2e/ -ginkgo.label-filter=gpu -ginkgo.v
+
+clean:
+	rm -rf $(BIN) $(REPORTS)
+	-docker ps -aq --filter label=org.incident-replay.project=incident-replay | xargs -r docker rm -f
