@@ -146,9 +146,10 @@ func hicacheFindings(host Host, shape LaunchShape, ranks int, add func(Severity,
 		if res.FailFast() {
 			outcome = "SGLang refuses at startup: " + res.Ranks[0].Message
 		}
-		add(Error, CheckHiCacheRAM, "%s x %d ranks = %.2f GB > %.2f GB available (%.2f GiB MemAvailable - 10 GiB reserve); %s. Use --hicache-size %d or less",
-			what, ranks, gb(res.TotalRequested), gb(budget), float64(host.MemAvailableBytes())/GiB, outcome,
-			max(budget/int64(ranks)/sglang.GB, 0))
+		// Host RAM is quoted in GiB (as free(1) and the incident report give it), flags in GB.
+		add(Error, CheckHiCacheRAM, "%s x %d ranks = %.0f GB (%.0f GiB) > %.0f GiB available (%.0f GiB MemAvailable - 10 GiB reserve); %s. Use --hicache-size %d or less",
+			what, ranks, gb(res.TotalRequested), float64(res.TotalRequested)/GiB, float64(budget)/GiB,
+			float64(host.MemAvailableBytes())/GiB, outcome, max(budget/int64(ranks)/sglang.GB, 0))
 	} else if res.HostOOM {
 		add(Error, CheckCgroupLimit, "%s x %d ranks = %.2f GB fits MemAvailable but not the %.2f GiB container limit: SGLang's check ignores cgroups, so the container is OOMKilled (exit 137)",
 			what, ranks, gb(res.TotalRequested), float64(res.Limit)/GiB)

@@ -23,7 +23,7 @@ func TestPreflightHost(t *testing.T) {
 	}{
 		{"incident 1: 300 x 8, old check OOMs the host", founding,
 			LaunchShape{TP: 8, HiCache: true, HiCacheSizeGB: 300},
-			[]string{"error " + CheckHiCacheRAM + " --hicache-size 300 GB x 8 ranks = 2400.00 GB > 471.37 GB available (449.00 GiB MemAvailable - 10 GiB reserve); SGLang's per-rank check passes every rank, so the ranks pin it all and the host OOMs"}},
+			[]string{"error " + CheckHiCacheRAM + " --hicache-size 300 GB x 8 ranks = 2400 GB (2235 GiB) > 439 GiB available (449 GiB MemAvailable - 10 GiB reserve); SGLang's per-rank check passes every rank, so the ranks pin it all and the host OOMs"}},
 		{"300 x 8, divided check fails fast with SGLang's numbers", founding,
 			LaunchShape{TP: 8, HiCache: true, HiCacheSizeGB: 300, KVBytesPerToken: kimi, HostCheck: sglang.CheckDividedPerHost},
 			[]string{"error " + CheckHiCacheRAM + " SGLang refuses at startup: Not enough host memory available. Requesting 300.00 GB but only have 58.92 GB free."}},
