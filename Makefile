@@ -45,6 +45,7 @@ lint: vet
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(UNIT_PKGS)
+	bash bench/replay.sh
 	bash bench/parse.sh
 	bash bench/http.sh
 
