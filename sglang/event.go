@@ -12,7 +12,9 @@ import (
 type Kind uint8
 
 // Line kinds. Field keys each kind carries are listed beside it; values are kept as printed
-// so that rendering is exact.
+// so that rendering is exact. Kinds whose message is built only from Fields (those that list
+// no Text) use Text for the message as printed when it deviates from the canonical wording
+// (drift, extra trailing text, odd padding); Render prints such a Text verbatim.
 const (
 	KindUnknown Kind = iota // anything else; Text holds the line verbatim
 	KindBlank               // empty line or a wrapper-only line
@@ -46,8 +48,8 @@ const (
 	KindDeprecated      // old, new (endpoint names)
 	KindFreezeGC        // Text: the message
 	KindReady           // -
-	KindPrefill         // ordered fields as printed: new_seq, new_token, cached_token, token_usage, running_req, queue_req, ...; iter when " [N]"
-	KindDecode          // ordered fields as printed: running_req, token, token_usage, cuda_graph, gen_throughput, queue_req, ...; iter when " [N]"
+	KindPrefill         // Fields: the printed labels verbatim as keys, in printed order ("#new-seq", "#new-token", "token usage", "input throughput (token/s)", "cuda graph", ...); key "iter" first when " [N]"; Text: the separator after "batch" ("." or ",") plus anything trailing the last value
+	KindDecode          // as KindPrefill ("#running-req", "#token", "token usage", "cuda graph", "gen throughput (token/s)", "#queue-req", ...); mid-2025 lines keep their trailing ", " in Text
 	KindHealthFailed    // seconds, tic, last_heartbeat
 	KindSchedulerExc    // Text: what follows "Scheduler hit an exception: " (usually "Traceback (most recent call last):")
 	KindTracebackStart  // -
@@ -59,10 +61,10 @@ const (
 	KindRankDead        // rank
 	KindExitCode        // code
 	KindWatchdog        // who, timeout, [soft]
-	KindCUDAOOM         // amount, unit; Text: the whole message
+	KindCUDAOOM         // amount, unit; Text: the whole message (exception type included)
 	KindInitFailed      // Text: what follows "Initialization failed. "
 	KindErrno98         // host, port
-	KindNCCLError       // Text: what follows "NCCL error: "
+	KindNCCLError       // [exc] (e.g. RuntimeError); Text: what follows "NCCL error: "
 	KindKilled          // -
 	KindForeign         // source (glog, c10d, gloo, pywarn, vllm, ...); Text: the line verbatim
 

@@ -1,0 +1,575 @@
+package sglang
+
+import (
+	"regexp"
+	"strings"
+)
+
+var (
+	reShards   = regexp.MustCompile(`^Loading safetensors checkpoint shards: +(\d+)% Completed \| (\d+)/(\d+) \[([^<\]]*)<([^,\]]*), ([^\]]*)\]$`)
+	reCGBar    = regexp.MustCompile(`^(?:Capturing batches \((?:bs=(\d+) )?avail_mem=([\d.]+) GB\): +| *)(\d+)%\|([^|]*)\| (\d+)/(\d+) \[([^<\]]*)<([^,\]]*), ([^\]]*)\]$`)
+	reAnyBar   = regexp.MustCompile(`^(?:[^|]*?:)? *\d{1,3}%(?:\|[^|]*\|| Completed \|)? ?\d+/\d+ \[[^\]]*\]$`)
+	reLoadEnd  = regexp.MustCompile(`^Load weight end\. type=([^,]*), dtype=([^,]*), avail mem=([\d.]+) GB(?:, mem usage=([\d.]+) GB\.)?$`)
+	reKVAlloc  = regexp.MustCompile(`^KV Cache is allocated\. (?:dtype: ([^,]*), )?(?:#tokens: (\d+), )?K size: ([\d.]+) GB, V size: ([\d.]+) GB`)
+	reCGEnd    = regexp.MustCompile(`^Capture cuda graph end\. Time elapsed: ([\d.]+) s(?:\. mem usage=([\d.]+) GB\. avail mem=([\d.]+) GB\.)?`)
+	reLimits   = regexp.MustCompile(`^max_total_num_tokens=(\d+), (?:chunked_prefill_size=(-?\d+|None), )?max_prefill_tokens=(\d+), max_running_requests=(\d+), context_len=(\d+)(?:, available_gpu_mem=([\d.]+) GB)?`)
+	reHiCache  = regexp.MustCompile(`^Allocating ([\d.]+) GB host memory for hierarchical KV cache\.`)
+	reHostOOM  = regexp.MustCompile(`Not enough host memory available\. Requesting ([\d.]+) GB but only have (-?[\d.]+) GB free\.`)
+	reAccess   = regexp.MustCompile(`^INFO:     (\S+) - "([A-Z]+) (\S+) (HTTP/[\d.]+)" (\d{3})(?: (.*))?$`)
+	reUviRun   = regexp.MustCompile(`^INFO:     Uvicorn running on (https?)://(.+):(\d+) \(Press CTRL\+C to quit\)`)
+	reUviPid   = regexp.MustCompile(`^INFO:     Started server process \[(\d+)\]`)
+	reErrno98  = regexp.MustCompile(`\[Errno 98\] (?:error while attempting to bind on address \('([^']*)', (\d+)\): )?[Aa]ddress already in use`)
+	reDepr     = regexp.MustCompile(`^Endpoint '([^']*)' is deprecated and will be removed in a future version\. Please use '([^']*)' instead\.`)
+	reHealth   = regexp.MustCompile(`^Health check failed\. Server couldn't get a response from detokenizer for last (\d+) seconds\. tic start time: (\S+?)\. last_heartbeat time: (\S+)`)
+	reSubproc  = regexp.MustCompile(`^Subprocess (\S+) \(pid=(\d+)\) crashed with exit code (-?\d+)\.`)
+	reRankDead = regexp.MustCompile(`^Rank (\d+) scheduler is dead\.`)
+	reExitCode = regexp.MustCompile(`^Exit code: (-?\d+)$`)
+	reWatchdog = regexp.MustCompile(`^(?:(Scheduler|TokenizerManager) watchdog|Watchdog) timeout \(self\.watchdog_timeout=([\d.]+)(?:, self\.soft=(True|False))?\)`)
+	reCUDAOOM  = regexp.MustCompile(`CUDA out of memory\. Tried to allocate ([\d.]+) (MiB|GiB|GB|MB)`)
+	reGB       = regexp.MustCompile(`^([\d.]+) GB`)
+
+	reGlog    = regexp.MustCompile(`^[IWEF]\d{4} \d{2}:\d{2}:\d{2}\.\d{6}\s+\d+ [^\]\s]+:\d+\] `)
+	reC10D    = regexp.MustCompile(`^(?:\[rank\d+\]:)?\[[IWEF]\d{3,4} \d{2}:\d{2}:\d{2}\.\d+ [^\]\s]+:\d+\]`)
+	reTag     = regexp.MustCompile(`^\[(Gloo|aiter|transformers|AR)\] `)
+	rePyWarn  = regexp.MustCompile(`^\S+\.py:\d+: \w+Warning: `)
+	rePyLib   = regexp.MustCompile(`^(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) - [\w.]+ *[\w.]*: `)
+	reVLLM    = regexp.MustCompile(`^(?:\(\w+ pid=\d+\) )?(?:DEBUG|INFO|WARNING|ERROR) \d{2}-\d{2} \d{2}:\d{2}:\d{2} \[?[\w./-]+:\d+\]`)
+	reNCCL    = regexp.MustCompile(`^[\w.-]+:\d+:\d+ \[\d+\] NCCL (?:WARN|INFO)`)
+	rePrompt  = regexp.MustCompile(`^(?:\(\S+\) )?(?:[\w.-]+@[\w.-]+:\S*\s?)?[$#] \S`)
+	reFence   = regexp.MustCompile("^\\s*(?:```|~~~)")
+	reHTML    = regexp.MustCompile(`^\s*</?(?:details|summary)\b`)
+	reKubectl = regexp.MustCompile(`^Defaulted container "[^"]+" out of:`)
+	reCaret   = regexp.MustCompile(`^\s*[~^]+\s*$`)
+)
+
+func fieldsOf(kv ...string) Fields {
+	fs := make(Fields, 0, len(kv)/2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		fs = append(fs, Field{kv[i], kv[i+1]})
+	}
+	return fs
+}
+
+// optFields appends the pairs whose value is non-empty (optional regex groups).
+func optFields(fs Fields, kv ...string) Fields {
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			fs = append(fs, Field{kv[i], kv[i+1]})
+		}
+	}
+	return fs
+}
+
+// exact makes an event of a verbatim kind render back as msg: when the canonical wording
+// differs (drift, extra text, padding), the message is kept in Text.
+func exact(e Event, msg string) Event {
+	if string(appendMessage(make([]byte, 0, len(msg)+16), e, Profile{})) != msg {
+		e.Text = msg
+	}
+	return e
+}
+
+// classifyMessage types a message: the text after the header, or a whole line without one.
+func classifyMessage(msg string, headed bool) Event {
+	if e, ok := sglangMessage(msg); ok {
+		return e
+	}
+	if !headed {
+		if e, ok := bareLine(msg); ok {
+			return e
+		}
+	}
+	if e, ok := exceptionLine(msg); ok {
+		return e
+	}
+	return Event{Kind: KindUnknown, Text: msg}
+}
+
+// sglangMessage recognises SGLang's and uvicorn's own messages by their opening words.
+func sglangMessage(m string) (Event, bool) {
+	if m == "" {
+		return Event{}, false
+	}
+	switch m[0] {
+	case 'P':
+		if strings.HasPrefix(m, "Prefill batch") {
+			return parseBatch(KindPrefill, m, len("Prefill batch"))
+		}
+	case 'D':
+		if strings.HasPrefix(m, "Decode batch") {
+			return parseBatch(KindDecode, m, len("Decode batch"))
+		}
+	case 'I':
+		switch {
+		case strings.HasPrefix(m, "INFO:"):
+			return uvicornInfo(m)
+		case strings.HasPrefix(m, msgDistInitBegin):
+			return exact(Event{Kind: KindDistInitBegin}, m), true
+		case strings.HasPrefix(m, msgDistInitEnd):
+			if g := reGB.FindStringSubmatch(m[len(msgDistInitEnd):]); g != nil {
+				return exact(Event{Kind: KindDistInitEnd, Fields: fieldsOf("mem_usage", g[1])}, m), true
+			}
+		case strings.HasPrefix(m, msgInitFailed):
+			return Event{Kind: KindInitFailed, Text: m[len(msgInitFailed):]}, true
+		}
+	case 'L':
+		switch {
+		case strings.HasPrefix(m, msgLoadBegin):
+			if g := reGB.FindStringSubmatch(m[len(msgLoadBegin):]); g != nil {
+				return exact(Event{Kind: KindLoadBegin, Fields: fieldsOf("avail_mem", g[1])}, m), true
+			}
+		case strings.HasPrefix(m, msgLoadEnd):
+			if g := reLoadEnd.FindStringSubmatch(m); g != nil {
+				fs := optFields(fieldsOf("type", g[1], "dtype", g[2], "avail_mem", g[3]), "mem_usage", g[4])
+				return exact(Event{Kind: KindLoadEnd, Fields: fs}, m), true
+			}
+			return Event{Kind: KindLoadEnd, Text: m}, true
+		case strings.HasPrefix(m, msgShards):
+			if g := reShards.FindStringSubmatch(m); g != nil {
+				fs := fieldsOf("pct", g[1], "done", g[2], "total", g[3], "elapsed", g[4], "remaining", g[5], "rate", g[6])
+				return exact(Event{Kind: KindShardProgress, Fields: fs}, m), true
+			}
+			return Event{Kind: KindShardProgress, Text: m}, true
+		}
+	case 'U':
+		switch {
+		case strings.HasPrefix(m, msgWeightsFormat):
+			return Event{Kind: KindWeightsFormat, Text: m[len(msgWeightsFormat):]}, true
+		case strings.HasPrefix(m, msgKVDtype):
+			return exact(Event{Kind: KindKVDtype, Fields: fieldsOf("dtype", m[len(msgKVDtype):])}, m), true
+		}
+	case 'T':
+		switch {
+		case strings.HasPrefix(m, msgKVAvailable):
+			if g := reGB.FindStringSubmatch(m[len(msgKVAvailable):]); g != nil {
+				return exact(Event{Kind: KindKVAvailable, Fields: fieldsOf("avail_kv", g[1])}, m), true
+			}
+		case strings.HasPrefix(m, msgReady):
+			return exact(Event{Kind: KindReady}, m), true
+		case strings.HasPrefix(m, msgTBStart):
+			return exact(Event{Kind: KindTracebackStart}, m), true
+		case strings.HasPrefix(m, "TokenizerManager watchdog"):
+			return watchdog(m)
+		}
+	case 'K':
+		switch {
+		case strings.HasPrefix(m, msgKVAlloc):
+			if g := reKVAlloc.FindStringSubmatch(m); g != nil {
+				fs := optFields(nil, "dtype", g[1], "tokens", g[2])
+				fs = append(fs, Field{"k_size", g[3]}, Field{"v_size", g[4]})
+				return exact(Event{Kind: KindKVAlloc, Fields: fs}, m), true
+			}
+			return Event{Kind: KindKVAlloc, Text: m}, true
+		case m == msgKilled:
+			return Event{Kind: KindKilled}, true
+		}
+	case 'M':
+		if strings.HasPrefix(m, msgPoolEnd) {
+			if g := reGB.FindStringSubmatch(m[len(msgPoolEnd):]); g != nil {
+				return exact(Event{Kind: KindMemPoolEnd, Fields: fieldsOf("avail_mem", g[1])}, m), true
+			}
+		}
+	case 'C':
+		switch {
+		case strings.HasPrefix(m, msgCGBegin):
+			fs := Fields(nil)
+			if rest, ok := strings.CutPrefix(m[len(msgCGBegin):], " avail mem="); ok {
+				if g := reGB.FindStringSubmatch(rest); g != nil {
+					fs = fieldsOf("avail_mem", g[1])
+				}
+			}
+			return exact(Event{Kind: KindCGBegin, Fields: fs}, m), true
+		case strings.HasPrefix(m, "Capture npu graph begin") || strings.HasPrefix(m, "Capture piecewise CUDA graph begin"):
+			// NPU and piecewise capture phases: the same event, worded differently (kept in Text)
+			fs := Fields(nil)
+			if i := strings.Index(m, " avail mem="); i >= 0 {
+				if g := reGB.FindStringSubmatch(m[i+len(" avail mem="):]); g != nil {
+					fs = fieldsOf("avail_mem", g[1])
+				}
+			}
+			return exact(Event{Kind: KindCGBegin, Fields: fs}, m), true
+		case strings.HasPrefix(m, msgCGBS):
+			return Event{Kind: KindCGBatchSizes, Text: m[len(msgCGBS):]}, true
+		case strings.HasPrefix(m, msgCGEnd):
+			if g := reCGEnd.FindStringSubmatch(m); g != nil {
+				fs := fieldsOf("elapsed", g[1])
+				if g[2] != "" {
+					fs = append(fs, Field{"mem_usage", g[2]}, Field{"avail_mem", g[3]})
+				}
+				return exact(Event{Kind: KindCGEnd, Fields: fs}, m), true
+			}
+		case strings.HasPrefix(m, msgCGBar):
+			if e, ok := cgBar(m); ok {
+				return e, true
+			}
+		}
+	case 'm':
+		if strings.HasPrefix(m, msgLimits) {
+			if g := reLimits.FindStringSubmatch(m); g != nil {
+				fs := fieldsOf("max_total_num_tokens", g[1])
+				fs = optFields(fs, "chunked_prefill_size", g[2])
+				fs = append(fs, Field{"max_prefill_tokens", g[3]}, Field{"max_running_requests", g[4]}, Field{"context_len", g[5]})
+				fs = optFields(fs, "available_gpu_mem", g[6])
+				return exact(Event{Kind: KindLimits, Fields: fs}, m), true
+			}
+		}
+	case 'A':
+		if g := reHiCache.FindStringSubmatch(m); g != nil {
+			return exact(Event{Kind: KindHiCacheAlloc, Fields: fieldsOf("size_gb", g[1])}, m), true
+		}
+	case 'E':
+		switch {
+		case strings.HasPrefix(m, msgTimings):
+			return Event{Kind: KindStartupTimings, Text: m[len(msgTimings):]}, true
+		case strings.HasPrefix(m, msgDeprecated):
+			if g := reDepr.FindStringSubmatch(m); g != nil {
+				return exact(Event{Kind: KindDeprecated, Fields: fieldsOf("old", g[1], "new", g[2])}, m), true
+			}
+		case strings.HasPrefix(m, msgExitCode):
+			if g := reExitCode.FindStringSubmatch(m); g != nil {
+				return Event{Kind: KindExitCode, Fields: fieldsOf("code", g[1])}, true
+			}
+		case strings.HasPrefix(m, "ERROR:"):
+			if g := reErrno98.FindStringSubmatch(m); g != nil {
+				return exact(Event{Kind: KindErrno98, Fields: optFields(nil, "host", g[1], "port", g[2])}, m), true
+			}
+		}
+	case 'W':
+		if strings.HasPrefix(m, "Watchdog timeout") {
+			return watchdog(m)
+		}
+	case 'F':
+		if strings.HasPrefix(m, "Freezing GC") {
+			return Event{Kind: KindFreezeGC, Text: m}, true
+		}
+	case 'H':
+		if g := reHealth.FindStringSubmatch(m); g != nil {
+			return exact(Event{Kind: KindHealthFailed, Fields: fieldsOf("seconds", g[1], "tic", g[2], "last_heartbeat", g[3])}, m), true
+		}
+	case 'S':
+		switch {
+		case strings.HasPrefix(m, msgSchedExc):
+			return Event{Kind: KindSchedulerExc, Text: m[len(msgSchedExc):]}, true
+		case strings.HasPrefix(m, "Scheduler hit an exception:"):
+			return Event{Kind: KindSchedulerExc, Text: m[len("Scheduler hit an exception:"):]}.withVerbatimPrefix(m), true
+		case strings.HasPrefix(m, "SIGQUIT received."):
+			return Event{Kind: KindSigquitReceived, Text: m}, true
+		case strings.HasPrefix(m, "Scheduler watchdog"):
+			return watchdog(m)
+		case strings.HasPrefix(m, msgSubproc):
+			if g := reSubproc.FindStringSubmatch(m); g != nil {
+				return exact(Event{Kind: KindSubprocessCrash, Fields: fieldsOf("name", g[1], "pid", g[2], "code", g[3])}, m), true
+			}
+		}
+	case 'R':
+		switch {
+		case strings.HasPrefix(m, "Received sigquit from a child proces"):
+			return exact(Event{Kind: KindSigquitChild}, m), true
+		case strings.HasPrefix(m, "Rank "):
+			if g := reRankDead.FindStringSubmatch(m); g != nil {
+				return exact(Event{Kind: KindRankDead, Fields: fieldsOf("rank", g[1])}, m), true
+			}
+		}
+	case 's':
+		if rest, ok := strings.CutPrefix(m, "server_args="); ok {
+			return Event{Kind: KindServerArgs, Text: rest}, true
+		}
+	case 'N':
+		if d, ok := strings.CutPrefix(m, msgNCCL); ok {
+			return Event{Kind: KindNCCLError, Text: d}, true
+		}
+	case 0xe5: // 已杀死, the Chinese locale's "Killed"
+		if m == "已杀死" {
+			return Event{Kind: KindKilled, Text: m}, true
+		}
+	}
+	return Event{}, false
+}
+
+// withVerbatimPrefix handles "Scheduler hit an exception:" without the space: the canonical
+// render adds one, so the message is not exact; keep it as Unknown-like text instead.
+func (e Event) withVerbatimPrefix(m string) Event {
+	if string(appendMessage(nil, e, Profile{})) != m {
+		return Event{Kind: KindUnknown, Text: m}
+	}
+	return e
+}
+
+func watchdog(m string) (Event, bool) {
+	g := reWatchdog.FindStringSubmatch(m)
+	if g == nil {
+		return Event{}, false
+	}
+	fs := optFields(nil, "who", g[1])
+	fs = append(fs, Field{"timeout", g[2]})
+	fs = optFields(fs, "soft", g[3])
+	return exact(Event{Kind: KindWatchdog, Fields: fs}, m), true
+}
+
+func cgBar(m string) (Event, bool) {
+	g := reCGBar.FindStringSubmatch(m)
+	if g == nil {
+		return Event{}, false
+	}
+	fs := optFields(nil, "bs", g[1], "avail_mem", g[2])
+	fs = append(fs, Field{"pct", g[3]}, Field{"bar", g[4]}, Field{"done", g[5]}, Field{"total", g[6]},
+		Field{"elapsed", g[7]}, Field{"remaining", g[8]}, Field{"rate", g[9]})
+	return exact(Event{Kind: KindCGProgress, Fields: fs}, m), true
+}
+
+func uvicornInfo(m string) (Event, bool) {
+	rest := m[len("INFO:"):]
+	switch {
+	case strings.HasPrefix(rest, "     Started server process ["):
+		if g := reUviPid.FindStringSubmatch(m); g != nil {
+			return exact(Event{Kind: KindUvicornStarted, Fields: fieldsOf("pid", g[1])}, m), true
+		}
+	case m == msgUviWaiting:
+		return Event{Kind: KindUvicornWaiting}, true
+	case m == msgUviComplete:
+		return Event{Kind: KindUvicornComplete}, true
+	case strings.HasPrefix(m, msgUviRunning):
+		if g := reUviRun.FindStringSubmatch(m); g != nil {
+			return exact(Event{Kind: KindUvicornRunning, Fields: fieldsOf("scheme", g[1], "host", g[2], "port", g[3])}, m), true
+		}
+	case m == uviInfo+"Waiting for application shutdown." || m == uviInfo+"Application shutdown complete.":
+		return Event{Kind: KindUvicornShutdown, Text: m[len(uviInfo):]}, true
+	}
+	if e, ok := accessLine(m); ok {
+		return e, true
+	}
+	if g := reAccess.FindStringSubmatch(m); g != nil {
+		fs := fieldsOf("client", g[1], "method", g[2], "path", g[3], "proto", g[4], "status", g[5], "reason", g[6])
+		return exact(Event{Kind: KindAccess, Fields: fs}, m), true
+	}
+	return Event{}, false
+}
+
+// accessLine is the hand-written fast path for uvicorn access lines, the most common line of a
+// probed server: it accepts only the exact canonical shape, so the event renders back as is.
+func accessLine(m string) (Event, bool) {
+	rest, ok := strings.CutPrefix(m, uviInfo)
+	if !ok {
+		return Event{}, false
+	}
+	i := strings.Index(rest, ` - "`)
+	if i <= 0 || strings.IndexByte(rest[:i], ' ') >= 0 {
+		return Event{}, false
+	}
+	client := rest[:i]
+	rest = rest[i+4:]
+	j := strings.IndexByte(rest, '"')
+	if j < 0 {
+		return Event{}, false
+	}
+	req := rest[:j]
+	rest = rest[j+1:]
+	sp1 := strings.IndexByte(req, ' ')
+	sp2 := strings.LastIndexByte(req, ' ')
+	if sp1 <= 0 || sp2 <= sp1+1 || !strings.HasPrefix(req[sp2+1:], "HTTP/") || strings.IndexByte(req[sp1+1:sp2], ' ') >= 0 {
+		return Event{}, false
+	}
+	if len(rest) < 4 || rest[0] != ' ' || !allDigits(rest[1:4]) {
+		return Event{}, false
+	}
+	status, reason := rest[1:4], ""
+	if len(rest) > 4 {
+		if rest[4] != ' ' || len(rest) == 5 {
+			return Event{}, false
+		}
+		reason = rest[5:]
+	}
+	for k := 0; k < sp1; k++ {
+		if req[k] < 'A' || req[k] > 'Z' {
+			return Event{}, false
+		}
+	}
+	fs := make(Fields, 6)
+	fs[0], fs[1], fs[2] = Field{"client", client}, Field{"method", req[:sp1]}, Field{"path", req[sp1+1 : sp2]}
+	fs[3], fs[4], fs[5] = Field{"proto", req[sp2+1:]}, Field{"status", status}, Field{"reason", reason}
+	return Event{Kind: KindAccess, Fields: fs}, true
+}
+
+// parseBatch splits a Prefill/Decode line into its printed fields: "label: value" pieces
+// separated by ", ", in order, so new, missing or reordered fields all round-trip.
+func parseBatch(k Kind, m string, n int) (Event, bool) {
+	rest := m[n:]
+	var fs Fields
+	if strings.HasPrefix(rest, " [") {
+		end := strings.IndexByte(rest, ']')
+		if end < 3 || !allDigits(rest[2:end]) {
+			return Event{}, false
+		}
+		fs = append(make(Fields, 0, 12), Field{"iter", rest[2:end]})
+		rest = rest[end+1:]
+	}
+	if len(rest) < 2 || (rest[0] != '.' && rest[0] != ',') || rest[1] != ' ' {
+		return Event{}, false
+	}
+	sep := rest[:1]
+	body := rest[2:]
+	// Whatever trails the last value (", " on mid-2025 Decode lines) goes back with the separator.
+	t := len(body)
+	for t > 0 && (body[t-1] == ',' || body[t-1] == ' ') {
+		t--
+	}
+	tail := body[t:]
+	body = body[:t]
+	if fs == nil {
+		fs = make(Fields, 0, 10)
+	}
+	// One pass: ", " ends a piece, the first ": " in a piece splits label from value.
+	first := true
+	pieceStart, colon := 0, -1
+	emit := func(end int) {
+		piece := body[pieceStart:end]
+		var f Field
+		if colon > pieceStart && !(first && body[pieceStart:colon] == "iter") {
+			f = Field{body[pieceStart:colon], body[colon+2 : end]}
+		} else {
+			f = Field{"", piece}
+		}
+		fs = append(fs, f)
+		first = false
+	}
+	for i := 0; i+1 < len(body); i++ {
+		switch body[i] {
+		case ':':
+			if colon < 0 && body[i+1] == ' ' {
+				colon = i
+			}
+		case ',':
+			if body[i+1] == ' ' {
+				emit(i)
+				pieceStart, colon = i+2, -1
+				i++
+			}
+		}
+	}
+	if body != "" {
+		emit(len(body))
+	}
+	if len(fs) == 0 {
+		fs = nil
+	}
+	return Event{Kind: k, Fields: fs, Text: sep + tail}, true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// bareLine recognises lines that never carry SGLang's header: bars, traceback parts, foreign
+// output and paste furniture.
+func bareLine(s string) (Event, bool) {
+	c := s[0]
+	if c == ' ' || c == '\t' {
+		t := strings.TrimLeft(s, " \t")
+		switch {
+		case strings.HasPrefix(t, `File "`):
+			return Event{Kind: KindTraceback, Text: s}, true
+		case reCaret.MatchString(s):
+			return Event{Kind: KindTraceback, Text: s}, true
+		}
+	}
+	if strings.HasPrefix(s, `File "`) { // HE5: indentation stripped by a Markdown render
+		return Event{Kind: KindTraceback, Text: s}, true
+	}
+	if strings.HasPrefix(s, "The above exception was the direct cause") || strings.HasPrefix(s, "During handling of the above exception") {
+		return Event{Kind: KindTraceback, Text: s}, true
+	}
+	if strings.IndexByte(s, '%') >= 0 && (strings.Contains(s, "it]") || strings.Contains(s, "it/s]")) {
+		if e, ok := cgBar(s); ok {
+			return e, true
+		}
+		if reAnyBar.MatchString(s) {
+			return foreign("tqdm", s), true
+		}
+	}
+	switch {
+	case (c == 'I' || c == 'W' || c == 'E' || c == 'F') && reGlog.MatchString(s):
+		return foreign("glog", s), true
+	case c == '[':
+		if reC10D.MatchString(s) {
+			return foreign("c10d", s), true
+		}
+		if g := reTag.FindStringSubmatch(s); g != nil {
+			return foreign(strings.ToLower(g[1]), s), true
+		}
+	case c == 'D' && reKubectl.MatchString(s):
+		return foreign("kubectl", s), true
+	}
+	if strings.Contains(s, ".py:") && rePyWarn.MatchString(s) {
+		if strings.HasSuffix(s, msgServeWarning) {
+			return Event{Kind: KindLaunchWarning, Text: s}, true
+		}
+		return foreign("pywarn", s), true
+	}
+	if strings.Contains(s, " - ") && rePyLib.MatchString(s) {
+		return foreign("pylib", s), true
+	}
+	if reVLLM.MatchString(s) {
+		return foreign("vllm", s), true
+	}
+	if strings.Contains(s, " NCCL ") && reNCCL.MatchString(s) {
+		return foreign("nccl", s), true
+	}
+	if reFence.MatchString(s) || reHTML.MatchString(s) || rePrompt.MatchString(s) {
+		return foreign("paste", s), true
+	}
+	return Event{}, false
+}
+
+func foreign(src, s string) Event {
+	return Event{Kind: KindForeign, Fields: Fields{{"source", src}}, Text: s}
+}
+
+// exceptionLine recognises "Type: message" (EXC_LINE) and the kinds that are exceptions with
+// a known message: CUDA OOM, the HiCache host-memory check, NCCL errors.
+func exceptionLine(s string) (Event, bool) {
+	i := 0
+	for i < len(s) && (isLetter(s[i]) || isDigit(s[i]) || s[i] == '_' || s[i] == '.') {
+		i++
+	}
+	if i == 0 || isDigit(s[0]) || s[0] == '.' {
+		return Event{}, false
+	}
+	exc := s[:i]
+	ok := false
+	for _, suf := range [...]string{"Error", "Exception", "Exit", "Interrupt", "Warning"} {
+		if strings.HasSuffix(exc, suf) {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		return Event{}, false
+	}
+	rest := s[i:]
+	var msg string
+	switch {
+	case rest == "":
+	case strings.HasPrefix(rest, ": ") && len(rest) > 2:
+		msg = rest[2:]
+	default:
+		return Event{}, false
+	}
+	if g := reCUDAOOM.FindStringSubmatch(msg); g != nil {
+		return Event{Kind: KindCUDAOOM, Fields: fieldsOf("amount", g[1], "unit", g[2]), Text: s}, true
+	}
+	if g := reHostOOM.FindStringSubmatch(msg); g != nil && exc == "ValueError" {
+		return exact(Event{Kind: KindHostMemError, Fields: fieldsOf("requested_gb", g[1], "free_gb", g[2])}, s), true
+	}
+	if g := reErrno98.FindStringSubmatch(msg); g != nil {
+		return exact(Event{Kind: KindErrno98, Fields: optFields(nil, "host", g[1], "port", g[2])}, s), true
+	}
+	if d, ok := strings.CutPrefix(msg, msgNCCL); ok {
+		return Event{Kind: KindNCCLError, Fields: fieldsOf("exc", exc), Text: d}, true
+	}
+	return Event{Kind: KindException, Fields: fieldsOf("exc", exc), Text: msg}, true
+}

@@ -1,0 +1,371 @@
+package sglang
+
+import (
+	"time"
+	"unicode/utf8"
+)
+
+// Render returns the exact line profile p prints for e, without a trailing newline. The header
+// "[2006-01-02 15:04:05 TP0] " is printed when e.Time is non-zero, with e.Ranks as given. The
+// message comes from the event: which optional fields a line has is decided when the event is
+// built (the constructors read the profile), so a parsed event renders back byte-exact under any
+// profile. p only supplies the Prefill/Decode separator when the event does not carry one.
+func Render(e Event, p Profile) string {
+	return string(AppendRender(make([]byte, 0, 128), e, p))
+}
+
+// AppendRender appends Render(e, p) to dst; it is the allocation-free form for writers.
+func AppendRender(dst []byte, e Event, p Profile) []byte {
+	if !e.Time.IsZero() {
+		dst = appendHeader(dst, e.Time, e.Ranks)
+		dst = append(dst, ' ')
+	}
+	return appendMessage(dst, e, p)
+}
+
+// AppendHeader appends "[2006-01-02 15:04:05 TP0]" (no trailing space).
+func appendHeader(dst []byte, t time.Time, ranks []Rank) []byte {
+	y, mo, d := t.Date()
+	h, mi, s := t.Clock()
+	dst = append(dst, '[')
+	dst = append4(dst, y)
+	dst = append(dst, '-')
+	dst = append2(dst, int(mo))
+	dst = append(dst, '-')
+	dst = append2(dst, d)
+	dst = append(dst, ' ')
+	dst = append2(dst, h)
+	dst = append(dst, ':')
+	dst = append2(dst, mi)
+	dst = append(dst, ':')
+	dst = append2(dst, s)
+	for _, r := range ranks {
+		dst = append(dst, ' ')
+		dst = append(dst, r.Name...)
+		if r.N >= 0 {
+			dst = appendInt(dst, r.N)
+		}
+	}
+	return append(dst, ']')
+}
+
+func append2(dst []byte, n int) []byte {
+	return append(dst, byte('0'+n/10%10), byte('0'+n%10))
+}
+
+func append4(dst []byte, n int) []byte {
+	return append(dst, byte('0'+n/1000%10), byte('0'+n/100%10), byte('0'+n/10%10), byte('0'+n%10))
+}
+
+func appendInt(dst []byte, n int) []byte {
+	if n < 0 {
+		dst = append(dst, '-')
+		n = -n
+	}
+	var b [20]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	return append(dst, b[i:]...)
+}
+
+// verbatimKinds build their message from Fields; on them a non-empty Text is the message as
+// printed when it deviated from the canonical wording, and it is printed instead.
+var verbatimKinds = [numKinds]bool{
+	KindDistInitBegin: true, KindDistInitEnd: true, KindLoadBegin: true, KindShardProgress: true,
+	KindLoadEnd: true, KindKVDtype: true, KindKVAvailable: true, KindKVAlloc: true,
+	KindMemPoolEnd: true, KindCGBegin: true, KindCGProgress: true, KindCGEnd: true, KindLimits: true,
+	KindHiCacheAlloc: true, KindHostMemError: true, KindUvicornStarted: true, KindUvicornWaiting: true,
+	KindUvicornComplete: true, KindUvicornRunning: true, KindAccess: true, KindDeprecated: true,
+	KindReady: true, KindHealthFailed: true, KindTracebackStart: true, KindSigquitChild: true,
+	KindSubprocessCrash: true, KindRankDead: true, KindExitCode: true, KindWatchdog: true,
+	KindErrno98: true, KindKilled: true,
+}
+
+// Canonical message texts (facts about SGLang's output, see sglang-server.md §3 and §5).
+const (
+	msgDistInitBegin = "Init torch distributed begin."
+	msgDistInitEnd   = "Init torch distributed ends. mem usage="
+	msgLoadBegin     = "Load weight begin. avail mem="
+	msgWeightsFormat = "Using model weights format "
+	msgShards        = "Loading safetensors checkpoint shards: "
+	msgLoadEnd       = "Load weight end. type="
+	msgKVDtype       = "Using KV cache dtype: "
+	msgKVAvailable   = "The available memory for KV cache is "
+	msgKVAlloc       = "KV Cache is allocated. "
+	msgPoolEnd       = "Memory pool end. avail mem="
+	msgCGBegin       = "Capture cuda graph begin. This can take up to several minutes."
+	msgCGBS          = "Capture cuda graph bs "
+	msgCGBar         = "Capturing batches ("
+	msgCGEnd         = "Capture cuda graph end. Time elapsed: "
+	msgLimits        = "max_total_num_tokens="
+	msgHiCache       = "Allocating "
+	msgHiCacheTail   = " GB host memory for hierarchical KV cache."
+	msgHostMem       = "ValueError: Not enough host memory available. Requesting "
+	msgHostMemMid    = " GB but only have "
+	msgHostMemTail   = " GB free. Please reduce the size of the hierarchical cache."
+	msgTimings       = "Engine startup timings (s): "
+	uviInfo          = "INFO:     "
+	uviError         = "ERROR:    "
+	msgUviStarted    = "INFO:     Started server process ["
+	msgUviWaiting    = "INFO:     Waiting for application startup."
+	msgUviComplete   = "INFO:     Application startup complete."
+	msgUviRunning    = "INFO:     Uvicorn running on "
+	msgUviRunTail    = " (Press CTRL+C to quit)"
+	msgDeprecated    = "Endpoint '"
+	msgDeprMid       = "' is deprecated and will be removed in a future version. Please use '"
+	msgDeprTail      = "' instead."
+	msgReady         = "The server is fired up and ready to roll!"
+	msgHealthFailed  = "Health check failed. Server couldn't get a response from detokenizer for last "
+	msgHealthMid     = " seconds. tic start time: "
+	msgHealthTail    = ". last_heartbeat time: "
+	msgSchedExc      = "Scheduler hit an exception: "
+	msgTBStart       = "Traceback (most recent call last):"
+	msgSigquitChild  = "Received sigquit from a child process. It usually means the child failed."
+	msgSigquitTypo   = "Received sigquit from a child proces."
+	msgSubproc       = "Subprocess "
+	msgSubprocTail   = ". Triggering SIGQUIT for cleanup..."
+	msgRankDeadTail  = " scheduler is dead. Please check if there are relevant logs."
+	msgExitCode      = "Exit code: "
+	msgInitFailed    = "Initialization failed. "
+	msgErrno98       = "ERROR:    [Errno 98] error while attempting to bind on address ('"
+	msgErrno98Tail   = "): address already in use"
+	msgNCCL          = "NCCL error: "
+	msgKilled        = "Killed"
+	msgWatchdogTO    = "atchdog timeout (self.watchdog_timeout="
+	msgCUDAOOM       = "CUDA out of memory. Tried to allocate "
+	msgServeWarning  = "'python -m sglang.launch_server' is still supported, but 'sglang serve' is the recommended entrypoint."
+)
+
+func appendMessage(dst []byte, e Event, p Profile) []byte {
+	if e.Kind < numKinds && verbatimKinds[e.Kind] && e.Text != "" {
+		return append(dst, e.Text...)
+	}
+	f := e.Fields
+	g := func(k string) string { v, _ := f.Get(k); return v }
+	switch e.Kind {
+	case KindServerArgs:
+		return append(append(dst, "server_args="...), e.Text...)
+	case KindDistInitBegin:
+		return append(dst, msgDistInitBegin...)
+	case KindDistInitEnd:
+		return append(append(append(dst, msgDistInitEnd...), g("mem_usage")...), " GB"...)
+	case KindLoadBegin:
+		return append(append(append(dst, msgLoadBegin...), g("avail_mem")...), " GB"...)
+	case KindWeightsFormat:
+		return append(append(dst, msgWeightsFormat...), e.Text...)
+	case KindShardProgress:
+		dst = append(dst, msgShards...)
+		dst = appendPct(dst, g("pct"))
+		dst = append(dst, "% Completed | "...)
+		return appendTQDMTail(dst, f)
+	case KindLoadEnd:
+		dst = append(append(dst, msgLoadEnd...), g("type")...)
+		dst = append(append(dst, ", dtype="...), g("dtype")...)
+		dst = append(append(append(dst, ", avail mem="...), g("avail_mem")...), " GB"...)
+		if v, ok := f.Get("mem_usage"); ok {
+			dst = append(append(append(dst, ", mem usage="...), v...), " GB."...)
+		}
+		return dst
+	case KindKVDtype:
+		return append(append(dst, msgKVDtype...), g("dtype")...)
+	case KindKVAvailable:
+		return append(append(append(dst, msgKVAvailable...), g("avail_kv")...), " GB."...)
+	case KindKVAlloc:
+		dst = append(dst, msgKVAlloc...)
+		if v, ok := f.Get("dtype"); ok {
+			dst = append(append(append(dst, "dtype: "...), v...), ", "...)
+		}
+		if v, ok := f.Get("tokens"); ok {
+			dst = append(append(append(dst, "#tokens: "...), v...), ", "...)
+		}
+		dst = append(append(append(dst, "K size: "...), g("k_size")...), " GB, V size: "...)
+		return append(append(dst, g("v_size")...), " GB"...)
+	case KindMemPoolEnd:
+		return append(append(append(dst, msgPoolEnd...), g("avail_mem")...), " GB"...)
+	case KindCGBegin:
+		dst = append(dst, msgCGBegin...)
+		if v, ok := f.Get("avail_mem"); ok {
+			dst = append(append(append(dst, " avail mem="...), v...), " GB"...)
+		}
+		return dst
+	case KindCGBatchSizes:
+		return append(append(dst, msgCGBS...), e.Text...)
+	case KindCGProgress:
+		bs, hasBS := f.Get("bs")
+		avail, hasAvail := f.Get("avail_mem")
+		if hasAvail {
+			dst = append(dst, msgCGBar...)
+			if hasBS {
+				dst = append(append(append(dst, "bs="...), bs...), ' ')
+			}
+			dst = append(append(append(dst, "avail_mem="...), avail...), " GB): "...)
+		}
+		dst = appendPct(dst, g("pct"))
+		dst = append(append(append(dst, "%|"...), g("bar")...), "| "...)
+		return appendTQDMTail(dst, f)
+	case KindCGEnd:
+		dst = append(append(append(dst, msgCGEnd...), g("elapsed")...), " s"...)
+		if mu, ok := f.Get("mem_usage"); ok {
+			dst = append(append(append(dst, ". mem usage="...), mu...), " GB. avail mem="...)
+			dst = append(append(dst, g("avail_mem")...), " GB."...)
+		}
+		return dst
+	case KindLimits:
+		dst = append(append(dst, msgLimits...), g("max_total_num_tokens")...)
+		if v, ok := f.Get("chunked_prefill_size"); ok {
+			dst = append(append(dst, ", chunked_prefill_size="...), v...)
+		}
+		dst = append(append(dst, ", max_prefill_tokens="...), g("max_prefill_tokens")...)
+		dst = append(append(dst, ", max_running_requests="...), g("max_running_requests")...)
+		dst = append(append(dst, ", context_len="...), g("context_len")...)
+		if v, ok := f.Get("available_gpu_mem"); ok {
+			dst = append(append(append(dst, ", available_gpu_mem="...), v...), " GB"...)
+		}
+		return dst
+	case KindHiCacheAlloc:
+		return append(append(append(dst, msgHiCache...), g("size_gb")...), msgHiCacheTail...)
+	case KindHostMemError:
+		dst = append(append(append(dst, msgHostMem...), g("requested_gb")...), msgHostMemMid...)
+		return append(append(dst, g("free_gb")...), msgHostMemTail...)
+	case KindStartupTimings:
+		return append(append(dst, msgTimings...), e.Text...)
+	case KindUvicornStarted:
+		return append(append(append(dst, msgUviStarted...), g("pid")...), ']')
+	case KindUvicornWaiting:
+		return append(dst, msgUviWaiting...)
+	case KindUvicornComplete:
+		return append(dst, msgUviComplete...)
+	case KindUvicornRunning:
+		dst = append(append(append(dst, msgUviRunning...), g("scheme")...), "://"...)
+		dst = append(append(append(dst, g("host")...), ':'), g("port")...)
+		return append(dst, msgUviRunTail...)
+	case KindUvicornShutdown:
+		return append(append(dst, uviInfo...), e.Text...)
+	case KindAccess:
+		dst = append(append(append(dst, uviInfo...), g("client")...), ` - "`...)
+		dst = append(append(append(dst, g("method")...), ' '), g("path")...)
+		dst = append(append(append(append(dst, ' '), g("proto")...), `" `...), g("status")...)
+		if r := g("reason"); r != "" {
+			dst = append(append(dst, ' '), r...)
+		}
+		return dst
+	case KindDeprecated:
+		dst = append(append(append(dst, msgDeprecated...), g("old")...), msgDeprMid...)
+		return append(append(dst, g("new")...), msgDeprTail...)
+	case KindFreezeGC, KindSigquitReceived, KindCUDAOOM, KindTraceback, KindForeign, KindUnknown, KindLaunchWarning:
+		return append(dst, e.Text...)
+	case KindReady:
+		return append(dst, msgReady...)
+	case KindPrefill, KindDecode:
+		return appendBatch(dst, e, p)
+	case KindHealthFailed:
+		dst = append(append(append(dst, msgHealthFailed...), g("seconds")...), msgHealthMid...)
+		return append(append(append(dst, g("tic")...), msgHealthTail...), g("last_heartbeat")...)
+	case KindSchedulerExc:
+		return append(append(dst, msgSchedExc...), e.Text...)
+	case KindTracebackStart:
+		return append(dst, msgTBStart...)
+	case KindException:
+		dst = append(dst, g("exc")...)
+		if e.Text != "" {
+			dst = append(append(dst, ": "...), e.Text...)
+		}
+		return dst
+	case KindSigquitChild:
+		return append(dst, msgSigquitChild...)
+	case KindSubprocessCrash:
+		dst = append(append(append(dst, msgSubproc...), g("name")...), " (pid="...)
+		dst = append(append(append(dst, g("pid")...), ") crashed with exit code "...), g("code")...)
+		return append(dst, msgSubprocTail...)
+	case KindRankDead:
+		return append(append(append(dst, "Rank "...), g("rank")...), msgRankDeadTail...)
+	case KindExitCode:
+		return append(append(dst, msgExitCode...), g("code")...)
+	case KindWatchdog:
+		who := g("who")
+		if who == "" {
+			dst = append(dst, 'W')
+		} else {
+			dst = append(append(dst, who...), " w"...)
+		}
+		dst = append(append(dst, msgWatchdogTO...), g("timeout")...)
+		if v, ok := f.Get("soft"); ok {
+			dst = append(append(dst, ", self.soft="...), v...)
+		}
+		return append(dst, ')')
+	case KindInitFailed:
+		return append(append(dst, msgInitFailed...), e.Text...)
+	case KindErrno98:
+		dst = append(append(append(dst, msgErrno98...), g("host")...), "', "...)
+		return append(append(dst, g("port")...), msgErrno98Tail...)
+	case KindNCCLError:
+		if v, ok := f.Get("exc"); ok {
+			dst = append(append(dst, v...), ": "...)
+		}
+		return append(append(dst, msgNCCL...), e.Text...)
+	case KindKilled:
+		return append(dst, msgKilled...)
+	case KindBlank:
+		return append(dst, e.Text...) // whitespace-only lines keep their blanks
+	}
+	return append(dst, e.Text...)
+}
+
+// appendPct pads the percentage to three columns like tqdm's "{:3.0f}%".
+func appendPct(dst []byte, pct string) []byte {
+	for i := utf8.RuneCountInString(pct); i < 3; i++ {
+		dst = append(dst, ' ')
+	}
+	return append(dst, pct...)
+}
+
+// appendTQDMTail writes "done/total [elapsed<remaining, rate]"; rate is kept as printed,
+// including tqdm's left padding.
+func appendTQDMTail(dst []byte, f Fields) []byte {
+	g := func(k string) string { v, _ := f.Get(k); return v }
+	dst = append(append(append(dst, g("done")...), '/'), g("total")...)
+	dst = append(append(append(dst, " ["...), g("elapsed")...), '<')
+	dst = append(append(append(dst, g("remaining")...), ", "...), g("rate")...)
+	return append(dst, ']')
+}
+
+// appendBatch writes a Prefill/Decode line. Text carries the separator after "batch" ("." or
+// ",") followed by whatever trailed the last field (", " on mid-2025 Decode lines); an empty
+// Text takes the profile's separator. A field with key "iter" prints as " [N]" after "batch";
+// a field with an empty key prints its value alone (a piece that was not "label: value").
+func appendBatch(dst []byte, e Event, p Profile) []byte {
+	if e.Kind == KindPrefill {
+		dst = append(dst, "Prefill batch"...)
+	} else {
+		dst = append(dst, "Decode batch"...)
+	}
+	fs := e.Fields
+	if len(fs) > 0 && fs[0].Key == "iter" {
+		dst = append(append(append(dst, " ["...), fs[0].Value...), ']')
+		fs = fs[1:]
+	}
+	sep, tail := e.Text, ""
+	if sep == "" {
+		sep = p.batchSep()
+	} else {
+		sep, tail = e.Text[:1], e.Text[1:]
+	}
+	dst = append(append(dst, sep...), ' ')
+	for i, f := range fs {
+		if i > 0 {
+			dst = append(dst, ", "...)
+		}
+		if f.Key != "" {
+			dst = append(append(dst, f.Key...), ": "...)
+		}
+		dst = append(dst, f.Value...)
+	}
+	return append(dst, tail...)
+}
