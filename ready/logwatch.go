@@ -1,0 +1,160 @@
+package ready
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"time"
+
+	"github.com/incident-replay/incident-replay/sglang"
+)
+
+// maxLine bounds one physical line; longer ones are cut (a server_args repr can be long, but
+// nothing that matters for readiness is past 64 KiB).
+const maxLine = 64 << 10
+
+// LineReader splits a stream into physical lines on '\n' and on '\r' (tqdm redraws a progress
+// bar with '\r', and each redraw is a progress step). It reads incrementally: each call
+// consumes only what it returns, never re-reading earlier output. Empty lines are skipped;
+// a line longer than 64 KiB is returned in 64 KiB pieces.
+type LineReader struct{ sc *bufio.Scanner }
+
+// NewLineReader wraps r.
+func NewLineReader(r io.Reader) *LineReader {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	sc.Split(splitLines)
+	return &LineReader{sc: sc}
+}
+
+func splitLines(data []byte, atEOF bool) (int, []byte, error) {
+	{
+		if len(data) == 0 {
+			return 0, nil, nil
+		}
+		i := bytes.IndexAny(data, "\r\n")
+		switch {
+		case i == 0:
+			// Skip terminators; ask for more if nothing else is buffered.
+			j := 0
+			for j < len(data) && (data[j] == '\r' || data[j] == '\n') {
+				j++
+			}
+			if j == len(data) {
+				return j, nil, nil
+			}
+			adv, tok, err := splitLines(data[j:], atEOF)
+			if tok == nil && adv == 0 {
+				return j, nil, err
+			}
+			return j + adv, tok, err
+		case i > 0:
+			return i + 1, data[:i], nil
+		case atEOF:
+			return len(data), data, nil
+		case len(data) >= maxLine:
+			return maxLine, data[:maxLine], nil
+		}
+	}
+	return 0, nil, nil
+}
+
+// Next returns the next non-empty line without its terminator, or io.EOF at the end.
+func (lr *LineReader) Next() (string, error) {
+	if lr.sc.Scan() {
+		return lr.sc.Text(), nil
+	}
+	if err := lr.sc.Err(); err != nil {
+		return "", err
+	}
+	return "", io.EOF
+}
+
+// FollowFile returns a reader that follows path like `tail -F`: it starts at offset 0, waits for
+// the file to appear, returns new bytes as they are appended, starts over if the file is
+// truncated, and ends with io.EOF once ctx is done. poll is wall time between checks at EOF.
+func FollowFile(ctx context.Context, path string, poll time.Duration) io.ReadCloser {
+	if poll <= 0 {
+		poll = 20 * time.Millisecond
+	}
+	return &follower{ctx: ctx, path: path, poll: poll}
+}
+
+type follower struct {
+	ctx  context.Context
+	path string
+	poll time.Duration
+	f    *os.File
+	off  int64
+}
+
+func (f *follower) Read(p []byte) (int, error) {
+	for {
+		if f.f == nil {
+			fh, err := os.Open(f.path)
+			if err == nil {
+				f.f, f.off = fh, 0
+			} else if !errors.Is(err, os.ErrNotExist) {
+				return 0, err
+			}
+		}
+		if f.f != nil {
+			n, err := f.f.Read(p)
+			f.off += int64(n)
+			if n > 0 {
+				return n, nil
+			}
+			if err != nil && !errors.Is(err, io.EOF) {
+				return 0, err
+			}
+			if st, serr := f.f.Stat(); serr == nil && st.Size() < f.off {
+				f.f.Close() // truncated (log rotation with copytruncate): start over
+				f.f = nil
+				continue
+			}
+		}
+		select {
+		case <-f.ctx.Done():
+			return 0, io.EOF
+		case <-time.After(f.poll):
+		}
+	}
+}
+
+func (f *follower) Close() error {
+	if f.f != nil {
+		return f.f.Close()
+	}
+	return nil
+}
+
+// logLine is one typed line on its way from the watcher goroutine to Wait's loop.
+type logLine struct {
+	ev  sglang.Event
+	raw string
+}
+
+// watchLog reads r to the end, sending each typed line to out. It never blocks on anything but
+// the reader and out, so a quiet log costs nothing.
+func watchLog(ctx context.Context, r io.Reader, parser LineParser, out chan<- logLine) error {
+	lr := NewLineReader(r)
+	for {
+		line, err := lr.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		for _, ev := range parser.Feed(line) {
+			select {
+			case out <- logLine{ev: ev, raw: line}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+	}
+}

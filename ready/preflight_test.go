@@ -1,0 +1,111 @@
+package ready
+
+import (
+	"context"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/incident-replay/incident-replay/gpu"
+)
+
+func founding(t *testing.T) *gpu.Host {
+	t.Helper()
+	h, err := gpu.LookupHost(gpu.FoundingHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &h
+}
+
+func freePort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+}
+
+func TestPreflightFoundingIncident(t *testing.T) {
+	port := freePort(t)
+	launch := func(size string) []string {
+		return []string{"python", "-m", "sglang.launch_server", "--model-path", "org/model", "--port", port,
+			"--tp", "8", "--enable-hierarchical-cache", "--hicache-size", size}
+	}
+	fs := Preflight(context.Background(), PreflightInput{Argv: launch("300"), Host: founding(t), Env: []string{}})
+	if !PreflightFailed(fs) {
+		t.Fatalf("--hicache-size 300 --tp 8 on the 449 GB host passed: %v", fs)
+	}
+	msg := fs[0].Message
+	for _, want := range []string{"300 GB x 8 ranks", "2400", "10 GiB reserve"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("finding %q lacks %q", msg, want)
+		}
+	}
+	fs = Preflight(context.Background(), PreflightInput{Argv: launch("48"), Host: founding(t), Env: []string{}})
+	if PreflightFailed(fs) {
+		t.Fatalf("--hicache-size 48 --tp 8 failed: %v", fs)
+	}
+}
+
+func TestPreflightChecks(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	busyPort := strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)
+	free := freePort(t)
+	base := func(port string, extra ...string) []string {
+		return append([]string{"sglang", "serve", "--model-path", "org/model", "--port", port}, extra...)
+	}
+	tests := []struct {
+		name  string
+		argv  []string
+		env   []string
+		check string
+		sev   gpu.Severity
+		want  string
+	}{
+		{"port held: names the owning PID", base(busyPort), nil, CheckPort, gpu.Error, "PID " + strconv.Itoa(os.Getpid())},
+		{"proxy without loopback no_proxy", base(free), []string{"HTTP_PROXY=http://10.0.0.1:3128", "no_proxy=localhost,127.0.0.1"}, CheckProxy, gpu.Warning, "::1,0.0.0.0"},
+		{"missing local model path", []string{"sglang", "serve", "--model-path", "/nonexistent/model", "--port", free}, nil, CheckModelPath, gpu.Error, "/nonexistent/model"},
+		{"tp x dp over the host's GPUs", base(free, "--tp", "8", "--dp", "2"), nil, gpu.CheckGPUCount, gpu.Error, "16 GPUs"},
+		{"flags the model does not know are listed, the rest still checked", base(free, "--some-new-flag", "7"), nil, CheckArgs, gpu.Warning, "--some-new-flag 7"},
+		{"no flags at all", []string{"./launch.sh"}, nil, CheckArgs, gpu.Error, "cannot find SGLang flags"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := tc.env
+			if env == nil {
+				env = []string{}
+			}
+			fs := Preflight(context.Background(), PreflightInput{Argv: tc.argv, Host: founding(t), Env: env})
+			i := slices.IndexFunc(fs, func(f gpu.Finding) bool { return f.Check == tc.check })
+			if i < 0 {
+				t.Fatalf("no %s finding in %v", tc.check, fs)
+			}
+			if fs[i].Severity != tc.sev || !strings.Contains(fs[i].Message, tc.want) {
+				t.Errorf("finding %v, want %v containing %q", fs[i], tc.sev, tc.want)
+			}
+		})
+	}
+}
+
+func TestFixNoProxy(t *testing.T) {
+	env := []string{"http_proxy=http://10.0.0.1:3128", "no_proxy=example.com"}
+	fixed := FixNoProxy(env, "10.1.2.3")
+	if _, missing := proxyGaps(fixed, "10.1.2.3"); len(missing) != 0 {
+		t.Fatalf("after the fix %v still misses %v", fixed, missing)
+	}
+	if !slices.Contains(fixed, "no_proxy=example.com,127.0.0.1,localhost,::1,0.0.0.0,10.1.2.3") {
+		t.Errorf("existing entries must be kept: %v", fixed)
+	}
+	if got := FixNoProxy([]string{"PATH=/bin"}, ""); len(got) != 1 {
+		t.Errorf("no proxy set: env changed to %v", got)
+	}
+}

@@ -1,0 +1,190 @@
+package ready
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+)
+
+// Wait blocks until the server at spec.Endpoint is ready or a failure rule fires, and reports
+// which. The error is nil exactly when the report's Code is CodeReady; otherwise it is an
+// *Error carrying the code (ExitCode maps it). A ctx that ends first yields CodeTimeout when
+// its deadline passed and CodeInternal when it was cancelled.
+func Wait(ctx context.Context, spec Spec) (Report, error) {
+	s, base, err := spec.withDefaults()
+	if err != nil {
+		return Report{Code: CodeInternal, Cause: err.Error()}, &Error{Code: CodeInternal, Cause: "invalid spec: " + err.Error()}
+	}
+	if s.Log != nil && s.Parser == nil {
+		s.Parser = NewSGLangParser()
+	}
+	clock := s.Clock
+	start := clock.Now()
+	m := newMachine(&s, start)
+	p := newProber(&s, base)
+	emit := func(ev Progress) {
+		if s.Observe != nil {
+			ev.T = clock.Since(start).Seconds()
+			s.Observe(ev)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var logCh chan logLine
+	logDone := make(chan error, 1)
+	if s.Log != nil {
+		m.lastProgress = start // a server that prints nothing at all is stalled in "starting"
+		logCh = make(chan logLine, 256)
+		go func() { logDone <- watchLog(ctx, s.Log, s.Parser, logCh) }()
+	}
+	var procDone <-chan struct{}
+	if s.Process != nil {
+		procDone = s.Process.Done()
+	}
+
+	roundCh := make(chan round, 1)
+	inFlight := false
+	nextProbe := start
+	lastRound := roundKind(255)
+	timer := clock.NewTimer(0)
+	defer timer.Stop()
+
+	startRound := func() {
+		inFlight = true
+		p.logKey = m.logAPIKey // no round in flight: the prober is not running
+		go func() { roundCh <- p.run(ctx) }()
+	}
+	progress := func(prevPhase Phase, prevPct int) {
+		if m.phase != prevPhase {
+			emit(Progress{Event: "phase", Phase: m.phase, Pct: pctPtr(m.pct)})
+		} else if m.pct != prevPct && m.pct >= 0 {
+			emit(Progress{Event: "progress", Phase: m.phase, Pct: pctPtr(m.pct)})
+		}
+	}
+
+	for !m.d.done {
+		now := clock.Now()
+		if !inFlight && !now.Before(nextProbe) {
+			startRound()
+		}
+		wake := m.nextWake()
+		if !inFlight && nextProbe.Before(wake) {
+			wake = nextProbe
+		}
+		timer.Reset(max(clock.Until(wake), 0))
+
+		select {
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				m.finish(CodeTimeout, "caller's deadline passed in phase "+m.phase.String())
+			} else {
+				m.finish(CodeInternal, "cancelled in phase "+m.phase.String())
+			}
+		case l := <-logCh:
+			pp, pc, armed := m.phase, m.pct, m.fatalLine
+			if m.onLine(l.ev, l.raw, clock.Now()) && !inFlight {
+				nextProbe = clock.Now()
+			}
+			progress(pp, pc)
+			if m.fatalLine != armed && m.fatalLine != "" {
+				emit(Progress{Event: "fatal", Phase: m.phase, Message: "fatal line (confirming): " + m.fatalLine})
+			}
+		case err := <-logDone:
+			logCh, logDone = drain(logCh, m, clock.Now()), nil
+			if err != nil {
+				m.notes = append(m.notes, "log stream failed: "+err.Error())
+			}
+			m.logEnded(clock.Now())
+		case <-procDone:
+			procDone = nil
+			// The lines it printed on the way out are the cause: let them arrive first.
+			drainNow(logCh, m, clock.Now())
+			m.onExitPending(s.Process.Status(), clock.Now())
+			if logDone == nil {
+				m.logEnded(clock.Now())
+			}
+		case r := <-roundCh:
+			inFlight = false
+			pp, pc := m.phase, m.pct
+			_, again := m.onRound(r, clock.Now())
+			progress(pp, pc)
+			if r.kind != lastRound || r.kind == roundOK {
+				emit(Progress{Event: "probe", Phase: m.phase, Message: r.detail})
+				lastRound = r.kind
+			}
+			nextProbe = clock.Now().Add(s.Interval)
+			if again {
+				nextProbe = clock.Now()
+			}
+		case <-timer.Chan():
+			m.onTick(clock.Now())
+		}
+	}
+
+	rep := Report{
+		Code: m.d.code, Cause: m.d.cause, Elapsed: clock.Since(start), Phase: m.phase, Percent: m.pct,
+		Exit: m.exit, Fatal: m.fatalLine, Lines: m.tail, Probes: p.requests, Notes: append(m.notes, p.notes...),
+	}
+	if rep.Code != CodeReady {
+		if t, ok := s.Process.(Terminator); ok && s.Process != nil {
+			if err := terminate(t, &s, base.Host); err != nil {
+				rep.Notes = append(rep.Notes, err.Error())
+			}
+		}
+	}
+	code := int(rep.Code)
+	emit(Progress{Event: "verdict", Phase: rep.Phase, Code: &code, Message: rep.Verdict()})
+	if rep.Code == CodeReady {
+		return rep, nil
+	}
+	return rep, &Error{Code: rep.Code, Cause: rep.Cause}
+}
+
+func pctPtr(p int) *int {
+	if p < 0 {
+		return nil
+	}
+	return &p
+}
+
+// drain consumes whatever the finished watcher left buffered.
+func drain(ch chan logLine, m *machine, now time.Time) chan logLine {
+	drainNow(ch, m, now)
+	return nil
+}
+
+func drainNow(ch chan logLine, m *machine, now time.Time) {
+	for ch != nil {
+		select {
+		case l := <-ch:
+			m.onLine(l.ev, l.raw, now)
+		default:
+			return
+		}
+	}
+}
+
+// terminate kills the launched group and waits (bounded) until nothing accepts on the port,
+// so a relaunch does not race a dying listener into EADDRINUSE. Wall time: real processes.
+func terminate(t Terminator, s *Spec, hostport string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := t.Terminate(ctx); err != nil {
+		return err
+	}
+	for {
+		c, err := net.DialTimeout("tcp", hostport, time.Second)
+		if err != nil {
+			return nil
+		}
+		c.Close()
+		select {
+		case <-ctx.Done():
+			return errors.New("port " + hostport + " still accepts connections 30s after the process group was killed")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

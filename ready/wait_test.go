@@ -1,0 +1,157 @@
+package ready
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// fakeProc is a Process the test ends.
+type fakeProc struct {
+	done chan struct{}
+	st   ExitStatus
+}
+
+func (f *fakeProc) PID() int              { return 0 }
+func (f *fakeProc) Done() <-chan struct{} { return f.done }
+func (f *fakeProc) Status() ExitStatus    { return f.st }
+
+// drive advances the fake clock in small steps until Wait returns, and returns what it
+// returned with the clock time it returned at.
+func drive(t *testing.T, clk *clockwork.FakeClock, spec Spec, during func(now time.Duration)) (Report, error, time.Duration) {
+	t.Helper()
+	type res struct {
+		r   Report
+		err error
+	}
+	out := make(chan res, 1)
+	go func() {
+		r, err := Wait(context.Background(), spec)
+		out <- res{r, err}
+	}()
+	limit := time.Now().Add(20 * time.Second)
+	for time.Now().Before(limit) {
+		select {
+		case r := <-out:
+			return r.r, r.err, clk.Since(t0)
+		default:
+		}
+		if during != nil {
+			during(clk.Since(t0))
+		}
+		clk.Advance(50 * time.Millisecond)
+		time.Sleep(300 * time.Microsecond)
+	}
+	t.Fatal("Wait did not return within 20 s of wall time")
+	return Report{}, nil, 0
+}
+
+func TestWaitReadyAfterWarmup(t *testing.T) {
+	var up atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" && up.Load() {
+			w.WriteHeader(200) // empty body, as SGLang
+			return
+		}
+		w.WriteHeader(503)
+	}))
+	defer srv.Close()
+	clk := clockwork.NewFakeClockAt(t0)
+	var events []Progress
+	rep, err, when := drive(t, clk, Spec{Endpoint: srv.URL, Clock: clk, Interval: time.Second,
+		Observe: func(p Progress) { events = append(events, p) }},
+		func(now time.Duration) {
+			if now >= 10*time.Second {
+				up.Store(true)
+			}
+		})
+	if err != nil || rep.Code != CodeReady {
+		t.Fatalf("Wait = %v %+v, want ready", err, rep)
+	}
+	// Ready at t=10 s; one probe interval finds it, the confirming round goes at once.
+	if when < 10*time.Second || when > 11*time.Second+200*time.Millisecond {
+		t.Errorf("ready claimed at %s, want within one interval of 10s", when)
+	}
+	if last := events[len(events)-1]; last.Event != "verdict" || *last.Code != 0 {
+		t.Errorf("last event %+v, want a ready verdict", last)
+	}
+}
+
+func TestWaitFailsFastOnFatalLineAndExit(t *testing.T) {
+	l := freePortURL(t) // nothing listens: refused throughout
+	tests := []struct {
+		name string
+		log  string
+		exit bool
+		want Code
+	}{
+		{"fatal line, process lingers (S5)", "[2026-03-01 12:00:05 TP0] Init torch distributed begin.\n[2026-03-01 12:00:09 TP0] Scheduler hit an exception: Traceback (most recent call last):\nRuntimeError: NCCL error: unhandled system error\n", false, CodeFatalLog},
+		{"process exits (S4)", "[2026-03-01 12:00:05 TP0] Load weight begin. avail mem=30.00 GB\n", true, CodeExited},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clockwork.NewFakeClockAt(t0)
+			pr, pw := io.Pipe()
+			proc := &fakeProc{done: make(chan struct{}), st: ExitStatus{Code: 1}}
+			spec := Spec{Endpoint: l, Clock: clk, Log: pr, Process: proc, Timeout: 10 * time.Minute}
+			written := false
+			rep, err, when := drive(t, clk, spec, func(now time.Duration) {
+				if !written && now >= 5*time.Second {
+					written = true
+					go func() { io.WriteString(pw, tc.log) }()
+				}
+				if tc.exit && now >= 8*time.Second && proc.done != nil {
+					select {
+					case <-proc.done:
+					default:
+						close(proc.done)
+						pw.Close()
+					}
+				}
+			})
+			pw.Close()
+			if ExitCode(err) != int(tc.want) || rep.Code != tc.want {
+				t.Fatalf("Wait = %v (%+v), want code %d", err, rep, tc.want)
+			}
+			if when > 12*time.Second {
+				t.Errorf("failure reported at %s: want within 2 s of the fatal line or exit, not at the 10 min timeout", when)
+			}
+			if tc.want == CodeFatalLog && !strings.Contains(rep.Cause, "NCCL error") {
+				t.Errorf("cause %q does not quote the NCCL error", rep.Cause)
+			}
+			if len(rep.Lines) == 0 {
+				t.Error("no log lines in the report")
+			}
+		})
+	}
+}
+
+func TestWaitTimeoutIs124(t *testing.T) {
+	clk := clockwork.NewFakeClockAt(t0)
+	rep, err, when := drive(t, clk, Spec{Endpoint: freePortURL(t), Clock: clk, Timeout: 30 * time.Second}, nil)
+	if ExitCode(err) != 124 || rep.Code != CodeTimeout {
+		t.Fatalf("Wait = %v, want timeout", err)
+	}
+	if when < 30*time.Second || when > 31*time.Second {
+		t.Errorf("timed out at %s, want 30s", when)
+	}
+	if rep.Probes != 0 {
+		// Refused connections are not HTTP requests.
+		t.Errorf("%d HTTP requests sent to a closed port", rep.Probes)
+	}
+}
+
+func freePortURL(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	u := srv.URL
+	srv.Close()
+	return u
+}
