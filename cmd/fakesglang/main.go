@@ -1,0 +1,227 @@
+// Command fakesglang stands in for `python -m sglang.launch_server`: it takes SGLang's launch
+// flags plus a scenario and replays that scenario's startup (log lines, port binding, HTTP
+// behaviour, exit code) on a compressible clock.
+//
+//	fakesglang --model-path M --port 30000 [--scenario FILE|NAME] [--speed S] [--seed N]
+//	           [--journal FILE] [--start-time RFC3339] [--log-file FILE]
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/incident-replay/incident-replay/fakeserver"
+	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/scenarios"
+	"github.com/incident-replay/incident-replay/sglang"
+)
+
+// own are fakesglang's flags; everything else is SGLang's.
+type own struct {
+	scenario, journal, logFile string
+	speed                      float64
+	seed                       int64
+	startTime                  time.Time
+	profile                    string
+	bindAfter                  time.Duration
+}
+
+// usageError is an argparse-style failure: exit 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return "error: " + e.msg }
+
+func splitOwn(argv []string) (own, []string, error) {
+	o := own{speed: 1, startTime: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), bindAfter: 5 * time.Second}
+	var rest []string
+	for i := 0; i < len(argv); i++ {
+		name, val, has := strings.Cut(argv[i], "=")
+		switch name {
+		case "--scenario", "--speed", "--seed", "--journal", "--start-time", "--log-file", "--profile", "--bind-after":
+		default:
+			rest = append(rest, argv[i])
+			continue
+		}
+		if !has {
+			if i+1 >= len(argv) {
+				return o, nil, usageError{"argument " + name + ": expected one argument"}
+			}
+			i++
+			val = argv[i]
+		}
+		var err error
+		switch name {
+		case "--scenario":
+			o.scenario = val
+		case "--journal":
+			o.journal = val
+		case "--log-file":
+			o.logFile = val
+		case "--profile":
+			o.profile = val
+		case "--speed":
+			if o.speed, err = strconv.ParseFloat(val, 64); err == nil {
+				err = replay.CheckFactor(o.speed)
+			}
+		case "--seed":
+			o.seed, err = strconv.ParseInt(val, 10, 64)
+		case "--start-time":
+			o.startTime, err = time.Parse(time.RFC3339, val)
+		case "--bind-after":
+			o.bindAfter, err = time.ParseDuration(val)
+		}
+		if err != nil {
+			return o, nil, usageError{fmt.Sprintf("argument %s: invalid value %q: %v", name, val, err)}
+		}
+	}
+	return o, rest, nil
+}
+
+// given reports whether flag appears on the command line (as --flag or --flag=...).
+func given(argv []string, flags ...string) bool {
+	return slices.ContainsFunc(argv, func(a string) bool {
+		name, _, _ := strings.Cut(a, "=")
+		return slices.Contains(flags, name)
+	})
+}
+
+func config(o own, argv []string) (fakeserver.Config, error) {
+	var cfg fakeserver.Config
+	if o.scenario != "" {
+		sc, err := loadScenario(o.scenario)
+		if err != nil {
+			return cfg, err
+		}
+		comp, err := scenarios.Compile(sc, o.seed)
+		if err != nil {
+			return cfg, err
+		}
+		cfg = fakeserver.FromCompiled(comp)
+		if given(os.Args, "--start-time") { // re-stamp the scenario: lines are stamped Start+offset
+			cfg.Timeline.Start = o.startTime
+		}
+		if !given(argv, "--model-path", "--model") {
+			argv = append(argv, "--model-path", cfg.Args.ModelPath)
+		}
+		cli, err := sglang.ParseArgs(argv)
+		if err != nil {
+			return cfg, err
+		}
+		// Flags on the command line win over the scenario's launch line (a launch script's own
+		// host and port, a container's 0.0.0.0).
+		if given(argv, "--host") {
+			cfg.Args.Host = cli.Host
+		}
+		if given(argv, "--port") {
+			cfg.Args.Port = cli.Port
+		}
+		if given(argv, "--api-key") {
+			cfg.Args.APIKey = cli.APIKey
+		}
+		if given(argv, "--enable-metrics") {
+			cfg.Args.EnableMetrics = true
+		}
+		if given(argv, "--skip-server-warmup") {
+			cfg.Args.SkipServerWarmup = true
+		}
+	} else {
+		a, err := sglang.ParseArgs(argv)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Args = a
+		cfg.Profile = sglang.ProfileFor(sglang.EraC)
+		if o.profile != "" {
+			if cfg.Profile, err = sglang.LookupProfile(o.profile); err != nil {
+				return cfg, usageError{err.Error()}
+			}
+		}
+		cfg.Timeline = fakeserver.HappyPath(o.startTime, cfg.Profile, o.bindAfter, 0, 0)
+		cfg.Seed = o.seed
+	}
+	env := map[string]string{}
+	for _, k := range []string{"SGLANG_HEALTH_CHECK_TIMEOUT", "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env[k] = v
+		}
+	}
+	if cfg.Env == nil {
+		cfg.Env = env
+	} else {
+		for k, v := range env {
+			cfg.Env[k] = v
+		}
+	}
+	cfg.Clock = replay.Scaled(cfg.Timeline.Start, o.speed)
+	cfg.Stdout, cfg.Stderr, cfg.LogFile = os.Stdout, os.Stderr, o.logFile
+	return cfg, nil
+}
+
+// loadScenario reads a scenario file when the argument names one, else the catalogue entry.
+func loadScenario(arg string) (*scenarios.Scenario, error) {
+	if _, err := os.Stat(arg); err == nil {
+		return scenarios.LoadFile(arg)
+	}
+	return scenarios.Lookup(arg)
+}
+
+func run(ctx context.Context, argv []string, stderr io.Writer) int {
+	o, rest, err := splitOwn(argv)
+	if err == nil {
+		var cfg fakeserver.Config
+		if cfg, err = config(o, rest); err == nil {
+			if o.journal != "" {
+				f, ferr := os.Create(o.journal)
+				if ferr != nil {
+					fmt.Fprintln(stderr, "fakesglang: --journal:", ferr)
+					return 1
+				}
+				defer f.Close()
+				cfg.Journal = f
+			}
+			srv, serr := fakeserver.Start(ctx, cfg)
+			if serr != nil {
+				fmt.Fprintln(stderr, "fakesglang:", serr)
+				return 1
+			}
+			code, werr := srv.Wait(ctx)
+			if werr != nil { // SIGTERM/SIGINT: stop like uvicorn's shutdown
+				_ = srv.Stop(context.Background())
+				return 143
+			}
+			_ = srv.Stop(context.Background())
+			return code
+		}
+	}
+	var ae *sglang.ArgsError
+	var ue usageError
+	if errors.As(err, &ae) || errors.As(err, &ue) {
+		fmt.Fprintln(stderr, "usage: fakesglang [-h] --model-path MODEL_PATH [SGLang launch flags] [--scenario FILE|NAME] [--speed S] [--seed N] [--journal FILE] [--start-time RFC3339] [--log-file FILE]")
+		fmt.Fprintln(stderr, "fakesglang: "+err.Error())
+		return sglang.UsageExitCode
+	}
+	fmt.Fprintln(stderr, "fakesglang:", err)
+	return 1
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	if code == 137 && os.Getpid() != 1 {
+		// SGLang's launcher dies by SIGKILL (kill_process_tree); a parent shell sees exactly
+		// that. PID 1 in a container cannot signal itself, so it exits 137 instead.
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(time.Second)
+	}
+	os.Exit(code)
+}

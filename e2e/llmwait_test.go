@@ -1,0 +1,235 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/incident-replay/incident-replay/harness"
+	"github.com/incident-replay/incident-replay/ready"
+	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/scenarios"
+)
+
+// llmwaitSpeed compresses scenario time for the library runs: a 10-minute load is 10 s.
+// binarySpeed is lower: a process start and a log poll cost wall milliseconds that S
+// multiplies, and on a loaded CI host 100 ms at 60x is 6 s of scenario time.
+const (
+	llmwaitSpeed = 60
+	binarySpeed  = 20
+)
+
+// llmwait must reach every catalogue scenario's expected verdict, as the library (the
+// harness's built-in tool, on the run's clock) and as the binary (llmwait attach --speed S,
+// following the server's log file). Servers run in-process; pairs run in parallel.
+var _ = Describe("llmwait against the catalogue", Ordered, ContinueOnFailure, Label("inprocess", "slow"), func() {
+	all, loadErr := scenarios.Catalogue()
+	type key struct{ scenario, tool string }
+	results := map[key]harness.Result{}
+	var bin string
+
+	BeforeAll(func(ctx SpecContext) {
+		Expect(loadErr).NotTo(HaveOccurred())
+		bin = filepath.Join(GinkgoT().TempDir(), "llmwait")
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/llmwait")
+		build.Dir = repoRoot()
+		out, err := build.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), "go build ./cmd/llmwait: %s", out)
+
+		lib := libraryTool()
+		binTool := binaryTool(bin)
+		launcher := harness.InProcess{Dir: GinkgoT().TempDir()}
+		runners := map[string]harness.Runner{
+			lib.Name:     {Launcher: launcher, Speed: llmwaitSpeed},
+			binTool.Name: {Launcher: launcher, Speed: binarySpeed},
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 4) // a binary run is timing-sensitive at 60x: keep the CPU free
+		for _, s := range all {
+			c, err := harness.NewCase(s, 1)
+			Expect(err).NotTo(HaveOccurred(), s.Name)
+			for _, t := range []harness.Tool{lib, binTool} {
+				wg.Go(func() {
+					sem <- struct{}{}
+					defer func() { <-sem }()
+					r := runners[t.Name].Run(ctx, c, t)
+					mu.Lock()
+					results[key{s.Name, t.Name}] = r
+					mu.Unlock()
+				})
+			}
+		}
+		wg.Wait()
+	}, NodeTimeout(5*time.Minute))
+
+	var entries []TableEntry
+	for _, s := range all {
+		for _, tool := range []string{"llmwait", "llmwait-bin"} {
+			entries = append(entries, Entry(s.Name+" / "+tool, s.Name, tool, s.Expect.Verdict))
+		}
+	}
+	DescribeTable("reaches the expected verdict", func(scenario, tool string, want scenarios.Verdict) {
+		r, ok := results[key{scenario, tool}]
+		Expect(ok).To(BeTrue(), "no result")
+		Expect(r.Err).NotTo(HaveOccurred())
+		Expect(r.Verdict).To(Equal(want), "%s on %s: %s (claim after %s, output %q)", tool, scenario, r.Reason, r.ClaimAfter(), r.Output)
+	}, entries)
+})
+
+// libraryTool is the harness's built-in llmwait (ready.Wait on the run's clock).
+func libraryTool() harness.Tool {
+	for _, t := range harness.Builtins() {
+		if t.Name == "llmwait" {
+			t.MustPass = true
+			return t
+		}
+	}
+	Fail("harness.Builtins has no llmwait tool")
+	return harness.Tool{}
+}
+
+// binaryTool runs the llmwait binary in attach mode at the run's speed. It is a Go wait
+// function rather than a shell tool because faketime cannot reach a Go binary's clock;
+// --speed puts it on the same compressed time instead.
+func binaryTool(bin string) harness.Tool {
+	return harness.Tool{
+		Name: "llmwait-bin", Description: "llmwait attach --speed S (binary)", Interval: time.Second,
+		Budget: 30 * time.Minute, MustPass: true,
+		Wait: func(ctx context.Context, env harness.Env) error {
+			speed := replay.Factor(env.Clock)
+			if speed <= 0 {
+				return errors.New("llmwait-bin needs a running clock")
+			}
+			args := []string{"attach", "--url", env.URL, "--log", env.LogFile,
+				"--speed", strconv.FormatFloat(speed, 'g', -1, 64), "--quiet"}
+			if len(env.Launch) > 0 {
+				if sa, _, err := ready.ServerCommandArgs(env.Launch); err == nil && sa.APIKey != "" {
+					args = append(args, "--api-key", sa.APIKey)
+				}
+			}
+			if env.Done != nil {
+				// The server runs in this process: give llmwait a stand-in PID that dies with it,
+				// as the harness does for shell tools (identity cannot hold for a stand-in).
+				standIn := exec.Command("sleep", "86400")
+				if err := standIn.Start(); err != nil {
+					return fmt.Errorf("stand-in process: %w", err)
+				}
+				defer func() { standIn.Process.Kill(); standIn.Wait() }()
+				go func() {
+					select {
+					case <-env.Done:
+						standIn.Process.Kill()
+					case <-ctx.Done():
+					}
+				}()
+				args = append(args, "--pid", strconv.Itoa(standIn.Process.Pid), "--identity=false")
+			}
+			cmd := exec.CommandContext(ctx, bin, args...)
+			cmd.Env = append(os.Environ(), "NO_COLOR=1")
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				return fmt.Errorf("llmwait: %w: %s", err, lastLines(out, 6))
+			}
+			return nil
+		},
+	}
+}
+
+func lastLines(b []byte, n int) string {
+	end := len(b)
+	for i := len(b) - 1; i >= 0 && n > 0; i-- {
+		if b[i] == '\n' && i != len(b)-1 {
+			n--
+			if n == 0 {
+				return string(b[i+1 : end])
+			}
+		}
+	}
+	return string(b)
+}
+
+// Detection latency against the founding incidents' loops: the time from the event a tool
+// should notice (t_ready on a good start, t_dead on a failed one) to its claim, for llmwait
+// and for the two curl|grep loops as they were written. Reported as entries (ratio = loop
+// latency / llmwait latency); the spec fails if llmwait is ever the slower one.
+var _ = Describe("llmwait detection latency vs the founding loops", Ordered, Label("inprocess", "slow", "bench"), func() {
+	names := []string{"s0-happy-era-c", "s1-empty-200", "hicache-48-cold-start", "hicache-300-host-oom", "s4-crash-during-load"}
+
+	It("is lower on every founding-incident scenario", func(ctx SpecContext) {
+		ft, err := harness.FindFaketime()
+		if err != nil {
+			Skip(err.Error())
+		}
+		all, err := scenarios.Catalogue()
+		Expect(err).NotTo(HaveOccurred())
+		tools := []harness.Tool{libraryTool()}
+		for _, t := range harness.Builtins() {
+			if t.Name == "founding-loop-1" || t.Name == "founding-loop-2" {
+				tools = append(tools, t)
+			}
+		}
+		Expect(tools).To(HaveLen(3))
+		runner := harness.Runner{Launcher: harness.InProcess{Dir: GinkgoT().TempDir()}, Speed: llmwaitSpeed, Faketime: ft}
+		lat := map[string]map[string]time.Duration{}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, s := range all {
+			if !slices.Contains(names, s.Name) {
+				continue
+			}
+			c, err := harness.NewCase(s, 1)
+			Expect(err).NotTo(HaveOccurred())
+			lat[s.Name] = map[string]time.Duration{}
+			for _, t := range tools {
+				wg.Go(func() {
+					r := runner.Run(ctx, c, t)
+					event := r.Truth.Ready
+					if event.IsZero() || (!r.Truth.Dead.IsZero() && r.Truth.Dead.Before(event)) {
+						event = r.Truth.Dead
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					if r.Err != nil || event.IsZero() || r.Claim.At.IsZero() {
+						lat[s.Name][t.Name] = -1
+						return
+					}
+					// A preflight that predicts the death claims before it: zero latency.
+					lat[s.Name][t.Name] = max(r.Claim.At.Sub(event), 0)
+				})
+			}
+		}
+		wg.Wait()
+		for _, n := range names {
+			row, ok := lat[n]
+			if !ok {
+				continue
+			}
+			own := row["llmwait"]
+			Expect(own).To(BeNumerically(">=", 0), "%s: llmwait made no claim", n)
+			denom := max(own, 100*time.Millisecond) // a preflight-caught death can be early
+			for _, loop := range []string{"founding-loop-1", "founding-loop-2"} {
+				l := row[loop]
+				if l < 0 {
+					AddReportEntry(fmt.Sprintf("%s %s", n, loop), "no claim (hung)")
+					GinkgoWriter.Printf("%s %s: no claim (hung)\n", n, loop)
+					continue
+				}
+				v := fmt.Sprintf("%.1fx (%s vs %s)", float64(l)/float64(denom), l.Round(100*time.Millisecond), own.Round(100*time.Millisecond))
+				AddReportEntry(fmt.Sprintf("%s %s/llmwait", n, loop), v)
+				GinkgoWriter.Printf("%s %s/llmwait: %s\n", n, loop, v)
+				Expect(own).To(BeNumerically("<=", l), "%s: llmwait %s slower than %s %s", n, own, loop, l)
+			}
+		}
+	}, NodeTimeout(5*time.Minute))
+})

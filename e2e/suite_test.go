@@ -1,0 +1,105 @@
+// Package e2e holds the Ginkgo suites: fake-server fidelity in-process and in containers,
+// the scenario catalogue, llmwait, and GPU specs. This file is the package's one bootstrap.
+//
+// Labels: container (needs Docker), inprocess, slow, gpu.
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/incident-replay/incident-replay/fakeserver"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/testcontainers/testcontainers-go"
+)
+
+func TestE2E(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "incident-replay e2e")
+}
+
+// suite state shared by every process: the image tag, or why containers cannot run.
+var (
+	sharedImage string
+	noDocker    string
+)
+
+// dockerAvailable reports whether container specs can run, and why not.
+func dockerAvailable() (bool, string) { return noDocker == "", noDocker }
+
+// imageTag returns the fakesglang image built for this run; it skips the calling spec when
+// Docker is missing (the suite already failed loudly if CI=true).
+func imageTag() string {
+	if ok, why := dockerAvailable(); !ok {
+		Skip("container spec skipped: docker unavailable: " + why)
+	}
+	return sharedImage
+}
+
+// repoRoot is the module root (the e2e package sits one below it).
+func repoRoot() string {
+	abs, err := filepath.Abs("..")
+	Expect(err).NotTo(HaveOccurred())
+	return abs
+}
+
+var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
+	// Ryuk cannot be pulled and traffic must stay on loopback (go-stack.md §1.1, §1.6).
+	for k, v := range map[string]string{"TESTCONTAINERS_RYUK_DISABLED": "true", "TESTCONTAINERS_HOST_OVERRIDE": "127.0.0.1"} {
+		if os.Getenv(k) == "" {
+			Expect(os.Setenv(k, v)).To(Succeed())
+		}
+	}
+	p, err := testcontainers.NewDockerProvider()
+	if err == nil {
+		err = p.Health(ctx)
+		p.Close()
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			Fail("CI=true but docker is unavailable, so container specs cannot run: " + err.Error())
+		}
+		return []byte("nodocker\n" + err.Error())
+	}
+	// Leftovers of killed runs of this project go first.
+	_, err = fakeserver.Sweep(ctx, "")
+	Expect(err).NotTo(HaveOccurred())
+	tag, err := fakeserver.BuildImage(ctx, repoRoot())
+	Expect(err).NotTo(HaveOccurred())
+	return []byte("image\n" + tag + "\n" + fakeserver.RunID)
+}, func(data []byte) {
+	parts := strings.SplitN(string(data), "\n", 3)
+	if parts[0] == "nodocker" {
+		noDocker = parts[1]
+		return
+	}
+	sharedImage = parts[1]
+	fakeserver.RunID = parts[2] // one run id for every process, so one sweep finds them all
+}, NodeTimeout(5*time.Minute))
+
+var _ = SynchronizedAfterSuite(func() {}, func(ctx SpecContext) {
+	if ok, _ := dockerAvailable(); !ok {
+		return
+	}
+	_, err := fakeserver.Sweep(ctx, fakeserver.RunID)
+	Expect(err).NotTo(HaveOccurred())
+	left, err := fakeserver.Leftovers(ctx, fakeserver.RunID)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(left).To(BeEmpty(), "containers of this run left behind")
+}, NodeTimeout(2*time.Minute))
+
+// runContainer starts fakesglang and registers its removal before checking the error
+// (Run returns a container even when it fails).
+func runContainer(ctx context.Context, opts ...testcontainers.ContainerCustomizer) *fakeserver.Container {
+	c, err := fakeserver.Run(ctx, imageTag(), opts...)
+	if c != nil {
+		DeferCleanup(func(ctx SpecContext) error { return c.Stop(ctx) })
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}

@@ -1,0 +1,312 @@
+package fakeserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+)
+
+// Labels every container this package starts carries, so a sweep can find leftovers (Ryuk
+// is off: nothing else removes them).
+const (
+	LabelProject = "org.incident-replay.project"
+	ProjectName  = "incident-replay"
+	LabelRun     = "org.incident-replay.run"
+	// ContainerPort is where fakesglang listens inside the container.
+	ContainerPort = "30000/tcp"
+	journalPath   = "/journal.jsonl"
+	scenarioPath  = "/scenario.yaml"
+	imageRepo     = "incident-replay/fakesglang"
+)
+
+//go:embed Dockerfile
+var dockerfile []byte
+
+// RunID identifies this process's containers (env INCIDENT_REPLAY_RUN_ID, else random).
+var RunID = func() string {
+	if id := os.Getenv("INCIDENT_REPLAY_RUN_ID"); id != "" {
+		return id
+	}
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}()
+
+// Container is fakesglang running in Docker; it implements Target.
+type Container struct {
+	testcontainers.Container
+	baseURL string
+}
+
+type options struct {
+	scenario string
+	speed    float64
+	seed     int64
+	flags    []string
+	env      map[string]string
+}
+
+// Option configures Run. It is also a testcontainers.ContainerCustomizer, so module options
+// and testcontainers options go in the same list.
+type Option func(*options) error
+
+// Customize implements testcontainers.ContainerCustomizer; module options act in Run.
+func (Option) Customize(*testcontainers.GenericContainerRequest) error { return nil }
+
+var _ testcontainers.ContainerCustomizer = Option(nil)
+
+// WithScenario runs a catalogue scenario by name, or a scenario file from the host (copied in).
+func WithScenario(nameOrFile string) Option {
+	return func(o *options) error {
+		if nameOrFile == "" {
+			return errors.New("WithScenario: empty name; pass a catalogue name or a file path")
+		}
+		o.scenario = nameOrFile
+		return nil
+	}
+}
+
+// WithSpeed sets the time factor (scenario seconds per wall second).
+func WithSpeed(factor float64) Option {
+	return func(o *options) error {
+		if factor <= 0 || factor != factor {
+			return fmt.Errorf("WithSpeed: factor %v must be > 0", factor)
+		}
+		o.speed = factor
+		return nil
+	}
+}
+
+// WithSeed sets the seed every random choice derives from.
+func WithSeed(seed int64) Option { return func(o *options) error { o.seed = seed; return nil } }
+
+// WithFlags appends SGLang launch flags (e.g. "--enable-metrics", "--api-key", "k").
+func WithFlags(flags ...string) Option {
+	return func(o *options) error { o.flags = append(o.flags, flags...); return nil }
+}
+
+// WithEnv sets environment variables (SGLANG_HEALTH_CHECK_TIMEOUT, ...).
+func WithEnv(env map[string]string) Option {
+	return func(o *options) error {
+		if o.env == nil {
+			o.env = map[string]string{}
+		}
+		for k, v := range env {
+			o.env[k] = v
+		}
+		return nil
+	}
+}
+
+// Run starts image (from BuildImage) with the options. The port is published on 127.0.0.1
+// only; the container is labelled for Sweep. Like testcontainers modules it returns a
+// non-nil *Container with the error whenever a container was created: terminate it.
+func Run(ctx context.Context, image string, opts ...testcontainers.ContainerCustomizer) (*Container, error) {
+	o := options{speed: 1}
+	for _, opt := range opts {
+		if mo, ok := opt.(Option); ok {
+			if err := mo(&o); err != nil {
+				return nil, fmt.Errorf("run fakesglang: %w", err)
+			}
+		}
+	}
+	args := []string{"--host", "0.0.0.0", "--port", "30000", "--journal", journalPath,
+		"--speed", strconv.FormatFloat(o.speed, 'g', -1, 64), "--seed", strconv.FormatInt(o.seed, 10)}
+	base := []testcontainers.ContainerCustomizer{
+		loopbackPorts(ContainerPort),
+		testcontainers.WithLabels(map[string]string{LabelProject: ProjectName, LabelRun: RunID}),
+	}
+	if o.scenario != "" {
+		if _, err := os.Stat(o.scenario); err == nil {
+			base = append(base, testcontainers.WithFiles(testcontainers.ContainerFile{HostFilePath: o.scenario, ContainerFilePath: scenarioPath, FileMode: 0o644}))
+			args = append(args, "--scenario", scenarioPath)
+		} else {
+			args = append(args, "--scenario", o.scenario)
+		}
+	} else {
+		args = append(args, "--model-path", "qwen/qwen2.5-0.5b-instruct")
+	}
+	args = append(args, o.flags...)
+	base = append(base, testcontainers.WithCmd(args...))
+	if len(o.env) > 0 {
+		base = append(base, testcontainers.WithEnv(o.env))
+	}
+	ctr, err := testcontainers.Run(ctx, image, append(base, opts...)...)
+	var c *Container
+	if ctr != nil {
+		c = &Container{Container: ctr}
+	}
+	if err != nil {
+		return c, fmt.Errorf("run fakesglang: %w", err)
+	}
+	if c.baseURL, err = ctr.PortEndpoint(ctx, ContainerPort, "http"); err != nil {
+		return c, fmt.Errorf("run fakesglang: mapped port: %w", err)
+	}
+	return c, nil
+}
+
+// loopbackPorts exposes ports and publishes each on 127.0.0.1 with a random host port.
+func loopbackPorts(ports ...string) testcontainers.CustomizeRequestOption {
+	return func(req *testcontainers.GenericContainerRequest) error {
+		if err := testcontainers.WithExposedPorts(ports...)(req); err != nil {
+			return err
+		}
+		lo := netip.MustParseAddr("127.0.0.1")
+		return testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			if hc.PortBindings == nil {
+				hc.PortBindings = network.PortMap{}
+			}
+			for _, p := range ports {
+				hc.PortBindings[network.MustParsePort(p)] = []network.PortBinding{{HostIP: lo}}
+			}
+		})(req)
+	}
+}
+
+// BaseURL implements Target: http://127.0.0.1:<mapped port>.
+func (c *Container) BaseURL() string { return c.baseURL }
+
+// Logs implements Target.
+func (c *Container) Logs(ctx context.Context) ([]byte, error) {
+	rc, err := c.Container.Logs(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("fakesglang logs: %w", err)
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
+// Journal implements Target; it works on a running or an exited container.
+func (c *Container) Journal(ctx context.Context) ([]Record, error) {
+	rc, err := c.CopyFileFromContainer(ctx, journalPath)
+	if err != nil {
+		return nil, fmt.Errorf("fakesglang journal: %w", err)
+	}
+	defer rc.Close()
+	return ReadJournal(rc)
+}
+
+// Wait implements Target: it polls the container state until it exits.
+func (c *Container) Wait(ctx context.Context) (int, error) {
+	for {
+		st, err := c.State(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("fakesglang state: %w", err)
+		}
+		if !st.Running && st.Status != "created" {
+			return st.ExitCode, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Stop implements Target: terminate and remove the container.
+func (c *Container) Stop(ctx context.Context) error {
+	return testcontainers.TerminateContainer(c.Container, testcontainers.StopContext(ctx))
+}
+
+var _ Target = (*Container)(nil)
+var _ Target = (*Server)(nil)
+
+// BuildImage builds the static fakesglang binary from repoRoot (CGO_ENABLED=0) and a FROM
+// scratch image around it, tagged by the binary's content hash so an unchanged binary
+// reuses the image. It returns the tag.
+func BuildImage(ctx context.Context, repoRoot string) (string, error) {
+	dir, err := os.MkdirTemp("", "fakesglang-image-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "fakesglang")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "./cmd/fakesglang")
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build fakesglang (CGO_ENABLED=0) in %s: %v\n%s", repoRoot, err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), dockerfile, 0o644); err != nil {
+		return "", err
+	}
+	f, err := os.ReadFile(bin)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(append(f, dockerfile...))
+	tag := hex.EncodeToString(sum[:])[:16]
+	p, err := testcontainers.NewDockerProvider()
+	if err != nil {
+		return "", fmt.Errorf("docker is not available (%w); container targets need it", err)
+	}
+	defer p.Close()
+	var log bytes.Buffer
+	ref, err := p.BuildImage(ctx, &testcontainers.ContainerRequest{FromDockerfile: testcontainers.FromDockerfile{
+		Context: dir, Repo: imageRepo, Tag: tag, KeepImage: true, BuildLogWriter: &log}})
+	if err != nil {
+		return "", fmt.Errorf("build image %s:%s: %w\n%s", imageRepo, tag, err, log.String())
+	}
+	return ref, nil
+}
+
+// Sweep removes every container carrying the project label (all runs when runID is "",
+// else only that run's) and returns how many it removed.
+func Sweep(ctx context.Context, runID string) (int, error) {
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer cli.Close()
+	ids, err := Leftovers(ctx, runID)
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	for _, id := range ids {
+		if _, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return len(ids) - len(errs), errors.Join(errs...)
+}
+
+// Leftovers lists the ids of containers carrying the project label (and runID when set).
+func Leftovers(ctx context.Context, runID string) ([]string, error) {
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cli.Close()
+	f := make(client.Filters).Add("label", LabelProject+"="+ProjectName)
+	if runID != "" {
+		f = f.Add("label", LabelRun+"="+runID)
+	}
+	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(res.Items))
+	for _, it := range res.Items {
+		ids = append(ids, it.ID)
+	}
+	return ids, nil
+}

@@ -1,0 +1,562 @@
+package fakeserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/sglang"
+)
+
+// vocab is what the fake "model" says; the words are picked by a generator seeded from the
+// run seed and the prompt, so the same request always gets the same answer.
+var vocab = strings.Fields("the a of to and in is that it for on with as was at by this be from are an or model server " +
+	"token cache ready Paris capital France graph batch prefill decode health replay incident")
+
+const eosToken = 151645
+
+type genOut struct {
+	texts       []string // one token text per generated token
+	ids         []int
+	finish      string // "stop" or "length"
+	promptToks  int
+	rid         string
+	reset       int // chunks after which the stream is reset (0: never)
+	ttft, total time.Duration
+}
+
+// job runs one generation on the fake scheduler: it waits for a hung scheduler, logs the
+// prefill line, paces tokens by TokenLatency and logs a Decode line every
+// --decode-log-interval tokens. emit is called per token (streaming); it returns false to stop.
+func (s *Server) job(ctx context.Context, route, prompt string, promptToks, maxTokens int, stream bool, emit func(i int, o *genOut) bool) (*genOut, bool) {
+	if !s.awaitScheduler(ctx) {
+		return nil, false
+	}
+	begin := s.clock.Now()
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(prompt))
+	rng := rand.New(rand.NewPCG(uint64(s.cfg.Seed), h.Sum64()))
+	s.mu.Lock()
+	s.reqSeq++
+	seq := s.reqSeq
+	s.running++
+	running := s.running
+	at := s.offsetNow()
+	o := &genOut{promptToks: promptToks, rid: fmt.Sprintf("%016x%016x", uint64(s.cfg.Seed), seq*0x9e3779b97f4a7c15)}
+	if stream {
+		o.reset = s.streamReset(at, route)
+	}
+	s.logLocked(at, replay.Stdout, s.prefillEvent(s.stamp(at), promptToks, false))
+	s.mu.Unlock()
+	s.metrics.begin(running, promptToks)
+	defer func() {
+		s.mu.Lock()
+		s.running--
+		s.lastHeartbeat = s.clock.Now()
+		r := s.running
+		s.mu.Unlock()
+		s.metrics.end(r, len(o.ids), o.ttft.Seconds(), s.clock.Since(begin).Seconds())
+	}()
+	natural := 4 + rng.IntN(28)
+	n := min(natural, maxTokens)
+	o.finish = "length"
+	if natural <= maxTokens {
+		o.finish = "stop"
+	}
+	for i := 0; i < n; i++ {
+		if s.cfg.Behavior.TokenLatency > 0 && !s.sleep(ctx, s.cfg.Behavior.TokenLatency) {
+			return o, false
+		}
+		if !s.awaitScheduler(ctx) {
+			return o, false
+		}
+		w := vocab[rng.IntN(len(vocab))]
+		if i > 0 {
+			w = " " + w
+		}
+		o.texts = append(o.texts, w)
+		o.ids = append(o.ids, 100+rng.IntN(150000))
+		if i == 0 {
+			o.ttft = s.clock.Since(begin)
+		}
+		if iv := s.args.DecodeLogInterval; iv > 0 && (i+1)%iv == 0 {
+			s.logExternal(replay.Stdout, s.decodeEvent(promptToks+i+1))
+		}
+		if emit != nil && !emit(i, o) {
+			return o, false
+		}
+	}
+	o.total = s.clock.Since(begin)
+	return o, ctx.Err() == nil
+}
+
+func (s *Server) decodeEvent(tokens int) sglang.Event {
+	ev := sglang.Event{Kind: sglang.KindDecode, Time: s.clock.Now(), Ranks: s.schedRanks()}
+	for _, label := range s.prof.DecodeFields {
+		v := "0"
+		switch label {
+		case sglang.LabelRunningReq:
+			v = "1"
+		case sglang.LabelToken:
+			v = strconv.Itoa(tokens)
+		case sglang.LabelTokenUsage:
+			v = "0.00"
+		case sglang.LabelCUDAGraph:
+			v = "True"
+		case sglang.LabelGenThroughput:
+			v = "0.00"
+		}
+		ev.Fields = append(ev.Fields, sglang.Field{Key: label, Value: v})
+	}
+	return ev
+}
+
+// approxTokens stands in for a tokenizer: about four bytes per token, at least one.
+func approxTokens(s string) int { return max(1, (len(s)+3)/4) }
+
+// --- SSE -----------------------------------------------------------------------------------
+
+type sse struct {
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	chunks int
+	reset  int
+}
+
+func newSSE(w http.ResponseWriter, reset int) *sse {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	return &sse{w: w, rc: http.NewResponseController(w), reset: reset}
+}
+
+// send writes one "data: ..." event; false when the client is gone or a reset_stream fault
+// cut the connection (TCP RST, as a killed server gives).
+func (e *sse) send(v any) bool {
+	var b []byte
+	if raw, ok := v.(string); ok {
+		b = []byte(raw)
+	} else {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			return false
+		}
+	}
+	if _, err := fmt.Fprintf(e.w, "data: %s\n\n", b); err != nil {
+		return false
+	}
+	if err := e.rc.Flush(); err != nil {
+		return false
+	}
+	e.chunks++
+	if e.reset > 0 && e.chunks >= e.reset {
+		if conn, _, err := e.rc.Hijack(); err == nil {
+			if tc, ok := conn.(*net.TCPConn); ok {
+				_ = tc.SetLinger(0)
+			}
+			conn.Close()
+		}
+		return false
+	}
+	return true
+}
+
+// --- request parsing -----------------------------------------------------------------------
+
+// decodeBody reads a JSON body, enforcing Content-Type for the OpenAI routes as SGLang's
+// validate_json_request does. It writes the 400/413 itself and returns false on failure.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, requireJSON bool) bool {
+	if requireJSON {
+		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if mt != "application/json" {
+			openAIError(w, http.StatusBadRequest, "Unsupported Media Type: Only 'application/json' is allowed")
+			return false
+		}
+	}
+	dec := json.NewDecoder(r.Body)
+	if err := dec.Decode(v); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			openAIError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", tooBig.Limit))
+			return false
+		}
+		openAIError(w, http.StatusBadRequest, "invalid request body: "+err.Error())
+		return false
+	}
+	if dec.More() {
+		openAIError(w, http.StatusBadRequest, "invalid request body: trailing data after the JSON value")
+		return false
+	}
+	return true
+}
+
+func (s *Server) maxTokens(field string, v *int) (int, error) {
+	if v == nil {
+		return s.cfg.Behavior.DefaultMaxTokens, nil
+	}
+	if *v < 0 || *v > s.args.ContextLength {
+		return 0, fmt.Errorf("%s must be between 0 and the context length %d, got %d", field, s.args.ContextLength, *v)
+	}
+	return min(*v, MaxTokensCap), nil
+}
+
+// --- /generate -----------------------------------------------------------------------------
+
+type generateReq struct {
+	Text           json.RawMessage `json:"text"`
+	InputIDs       json.RawMessage `json:"input_ids"`
+	SamplingParams *struct {
+		MaxNewTokens *int     `json:"max_new_tokens"`
+		Temperature  *float64 `json:"temperature"`
+	} `json:"sampling_params"`
+	Stream bool `json:"stream"`
+}
+
+func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
+	if !methodIs(w, r, http.MethodPost, http.MethodPut) {
+		return
+	}
+	var req generateReq
+	if !decodeBody(w, r, &req, false) {
+		return
+	}
+	prompt, toks, err := generatePrompt(req)
+	if err != nil {
+		nativeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	var mt *int
+	if req.SamplingParams != nil {
+		mt = req.SamplingParams.MaxNewTokens
+		if t := req.SamplingParams.Temperature; t != nil && (*t < 0 || *t > 2) {
+			nativeError(w, http.StatusBadRequest, fmt.Sprintf("temperature must be in [0, 2], got %v", *t))
+			return
+		}
+	}
+	n, err := s.maxTokens("max_new_tokens", mt)
+	if err != nil {
+		nativeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	meta := func(o *genOut) map[string]any {
+		fr := map[string]any{"type": o.finish}
+		if o.finish == "length" {
+			fr["length"] = len(o.ids)
+		} else {
+			fr["matched"] = eosToken
+		}
+		return map[string]any{"id": o.rid, "finish_reason": fr, "prompt_tokens": o.promptToks, "weight_version": "default",
+			"total_retractions": 0, "completion_tokens": len(o.ids), "cached_tokens": 0, "cached_tokens_details": nil,
+			"dp_rank": nil, "e2e_latency": o.total.Seconds()}
+	}
+	if req.Stream {
+		var ev *sse
+		o, ok := s.job(r.Context(), r.URL.Path, prompt, toks, n, true, func(i int, o *genOut) bool {
+			if ev == nil {
+				ev = newSSE(w, o.reset)
+			}
+			m := meta(o)
+			if i < n-1 || len(o.ids) < n && o.finish == "length" {
+				m["finish_reason"] = nil
+			}
+			return ev.send(map[string]any{"text": strings.Join(o.texts, ""), "output_ids": o.ids, "meta_info": m})
+		})
+		if !ok || o == nil {
+			return
+		}
+		if ev == nil {
+			ev = newSSE(w, o.reset)
+		}
+		ev.send("[DONE]")
+		return
+	}
+	o, ok := s.job(r.Context(), r.URL.Path, prompt, toks, n, false, nil)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"text": strings.Join(o.texts, ""), "output_ids": o.ids, "meta_info": meta(o)})
+}
+
+func generatePrompt(req generateReq) (string, int, error) {
+	if len(req.Text) > 0 && string(req.Text) != "null" {
+		var one string
+		if err := json.Unmarshal(req.Text, &one); err == nil {
+			return one, approxTokens(one), nil
+		}
+		var many []string
+		if err := json.Unmarshal(req.Text, &many); err != nil || len(many) == 0 {
+			return "", 0, errors.New("text must be a string or a non-empty list of strings")
+		}
+		return strings.Join(many, "\n"), approxTokens(strings.Join(many, "")), nil
+	}
+	if len(req.InputIDs) > 0 && string(req.InputIDs) != "null" {
+		var ids []int
+		if err := json.Unmarshal(req.InputIDs, &ids); err != nil || len(ids) == 0 {
+			return "", 0, errors.New("input_ids must be a non-empty list of token ids")
+		}
+		return string(req.InputIDs), len(ids), nil
+	}
+	return "", 0, errors.New("Either text, input_ids or input_embeds should be provided.")
+}
+
+// --- OpenAI --------------------------------------------------------------------------------
+
+type usage struct {
+	PromptTokens        int  `json:"prompt_tokens"`
+	TotalTokens         int  `json:"total_tokens"`
+	CompletionTokens    int  `json:"completion_tokens"`
+	PromptTokensDetails *int `json:"prompt_tokens_details"`
+	ReasoningTokens     int  `json:"reasoning_tokens"`
+}
+
+func usageOf(o *genOut) usage {
+	return usage{PromptTokens: o.promptToks, CompletionTokens: len(o.ids), TotalTokens: o.promptToks + len(o.ids)}
+}
+
+type streamOpts struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+type chatReq struct {
+	Model               string          `json:"model"`
+	Messages            []chatMessage   `json:"messages"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Temperature         *float64        `json:"temperature"`
+	N                   *int            `json:"n"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *streamOpts     `json:"stream_options"`
+	Stop                json.RawMessage `json:"stop"`
+}
+
+var roles = map[string]bool{"system": true, "user": true, "assistant": true, "tool": true, "developer": true, "function": true}
+
+func chatPrompt(msgs []chatMessage) (string, int, error) {
+	if len(msgs) == 0 {
+		return "", 0, errors.New("messages: at least one message is required")
+	}
+	var b strings.Builder
+	toks := 3
+	for i, m := range msgs {
+		if !roles[m.Role] {
+			return "", 0, fmt.Errorf("messages[%d].role: %q is not one of system, user, assistant, tool, developer", i, m.Role)
+		}
+		text, err := contentText(m.Content)
+		if err != nil {
+			return "", 0, fmt.Errorf("messages[%d].content: %v", i, err)
+		}
+		b.WriteString(m.Role + ": " + text + "\n")
+		toks += 4 + approxTokens(text)
+	}
+	return b.String(), toks, nil
+}
+
+func contentText(raw json.RawMessage) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return s, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("must be a string or a list of content parts")
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		b.WriteString(p.Text)
+	}
+	return b.String(), nil
+}
+
+func (s *Server) checkSampling(temp *float64, n *int) (int, error) {
+	if temp != nil && (*temp < 0 || *temp > 2) {
+		return 0, fmt.Errorf("temperature must be in [0, 2], got %v", *temp)
+	}
+	if n == nil {
+		return 1, nil
+	}
+	if *n < 1 || *n > 16 {
+		return 0, fmt.Errorf("n must be between 1 and 16, got %d", *n)
+	}
+	return *n, nil
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	if !methodIs(w, r, http.MethodPost) {
+		return
+	}
+	var req chatReq
+	if !decodeBody(w, r, &req, true) {
+		return
+	}
+	prompt, toks, err := chatPrompt(req.Messages)
+	if err == nil {
+		mt := req.MaxCompletionTokens
+		if mt == nil {
+			mt = req.MaxTokens
+		}
+		var n, choices int
+		if n, err = s.maxTokens("max_tokens", mt); err == nil {
+			if choices, err = s.checkSampling(req.Temperature, req.N); err == nil {
+				s.openAI(w, r, "chat", prompt, toks, n, choices, req.Stream, req.StreamOptions)
+				return
+			}
+		}
+	}
+	openAIError(w, http.StatusBadRequest, err.Error())
+}
+
+type completionReq struct {
+	Model         string          `json:"model"`
+	Prompt        json.RawMessage `json:"prompt"`
+	MaxTokens     *int            `json:"max_tokens"`
+	Temperature   *float64        `json:"temperature"`
+	N             *int            `json:"n"`
+	Stream        bool            `json:"stream"`
+	StreamOptions *streamOpts     `json:"stream_options"`
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	if !methodIs(w, r, http.MethodPost) {
+		return
+	}
+	var req completionReq
+	if !decodeBody(w, r, &req, true) {
+		return
+	}
+	prompt, toks, err := generatePrompt(generateReq{Text: req.Prompt})
+	if err != nil {
+		if len(req.Prompt) > 0 && req.Prompt[0] == '[' { // token ids
+			prompt, toks, err = generatePrompt(generateReq{InputIDs: req.Prompt})
+		}
+		if err != nil {
+			err = errors.New("prompt: must be a string, a list of strings or a list of token ids")
+		}
+	}
+	if err == nil {
+		var n, choices int
+		if n, err = s.maxTokens("max_tokens", req.MaxTokens); err == nil {
+			if choices, err = s.checkSampling(req.Temperature, req.N); err == nil {
+				s.openAI(w, r, "text", prompt, toks, n, choices, req.Stream, req.StreamOptions)
+				return
+			}
+		}
+	}
+	openAIError(w, http.StatusBadRequest, err.Error())
+}
+
+// openAI serves chat ("chat") and completions ("text") from the same fake scheduler.
+func (s *Server) openAI(w http.ResponseWriter, r *http.Request, kind, prompt string, promptToks, maxTokens, choices int, stream bool, so *streamOpts) {
+	model := s.args.ServedModelName
+	created := s.clock.Now().Unix()
+	object, chunkObject := "chat.completion", "chat.completion.chunk"
+	if kind == "text" {
+		object, chunkObject = "text_completion", "text_completion"
+	}
+	if !stream {
+		var out []map[string]any
+		var first *genOut
+		total := usage{}
+		for i := 0; i < choices; i++ {
+			o, ok := s.job(r.Context(), r.URL.Path, fmt.Sprintf("%s#%d", prompt, i), promptToks, maxTokens, false, nil)
+			if !ok {
+				return
+			}
+			if first == nil {
+				first = o
+			}
+			u := usageOf(o)
+			total.CompletionTokens += u.CompletionTokens
+			c := map[string]any{"index": i, "logprobs": nil, "finish_reason": o.finish, "matched_stop": nil}
+			if o.finish == "stop" {
+				c["matched_stop"] = eosToken
+			}
+			if kind == "chat" {
+				c["message"] = map[string]any{"role": "assistant", "content": strings.Join(o.texts, ""), "reasoning_content": nil, "tool_calls": nil}
+			} else {
+				c["text"] = strings.Join(o.texts, "")
+			}
+			out = append(out, c)
+		}
+		total.PromptTokens = promptToks
+		total.TotalTokens = total.PromptTokens + total.CompletionTokens
+		writeJSON(w, http.StatusOK, map[string]any{"id": first.rid, "object": object, "created": created, "model": model,
+			"choices": out, "usage": total, "metadata": map[string]any{"weight_version": "default"}})
+		return
+	}
+	var ev *sse
+	var rid string
+	chunk := func(choices []map[string]any, u *usage) map[string]any {
+		c := map[string]any{"id": rid, "object": chunkObject, "created": created, "model": model, "choices": choices}
+		if u != nil {
+			c["usage"] = u
+		}
+		return c
+	}
+	total := usage{PromptTokens: promptToks}
+	for i := 0; i < choices; i++ {
+		o, ok := s.job(r.Context(), r.URL.Path, fmt.Sprintf("%s#%d", prompt, i), promptToks, maxTokens, true, func(t int, o *genOut) bool {
+			if ev == nil {
+				rid = o.rid
+				ev = newSSE(w, o.reset)
+				if kind == "chat" && !ev.send(chunk([]map[string]any{{"index": i, "delta": map[string]any{"role": "assistant", "content": ""}, "logprobs": nil, "finish_reason": nil}}, nil)) {
+					return false
+				}
+			}
+			c := map[string]any{"index": i, "logprobs": nil, "finish_reason": nil}
+			if kind == "chat" {
+				c["delta"] = map[string]any{"content": o.texts[t]}
+			} else {
+				c["text"] = o.texts[t]
+			}
+			return ev.send(chunk([]map[string]any{c}, nil))
+		})
+		if !ok || o == nil {
+			return
+		}
+		if ev == nil {
+			rid = o.rid
+			ev = newSSE(w, o.reset)
+		}
+		total.CompletionTokens += len(o.ids)
+		c := map[string]any{"index": i, "logprobs": nil, "finish_reason": o.finish, "matched_stop": nil}
+		if o.finish == "stop" {
+			c["matched_stop"] = eosToken
+		}
+		if kind == "chat" {
+			c["delta"] = map[string]any{}
+		} else {
+			c["text"] = ""
+		}
+		if !ev.send(chunk([]map[string]any{c}, nil)) {
+			return
+		}
+	}
+	if so != nil && so.IncludeUsage {
+		total.TotalTokens = total.PromptTokens + total.CompletionTokens
+		if !ev.send(chunk([]map[string]any{}, &total)) {
+			return
+		}
+	}
+	ev.send("[DONE]")
+}

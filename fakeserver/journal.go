@@ -1,0 +1,176 @@
+package fakeserver
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// Record types in the journal.
+const (
+	RecState   = "state"   // a server state change (see the State* constants)
+	RecLog     = "log"     // one log line as printed
+	RecRequest = "request" // one HTTP request and its response
+)
+
+// States a RecState record carries.
+const (
+	StateBound           = "bound"            // the HTTP port is bound (status Starting in era B/C)
+	StateReady           = "ready"            // warmup done: status Up, health would pass
+	StateUnhealthy       = "unhealthy"        // a health check timed out (status UnHealthy)
+	StateHealthy         = "healthy"          // a health check passed again after UnHealthy
+	StateWedged          = "wedged"           // the whole server stopped answering
+	StateUnwedged        = "unwedged"         // a bounded wedge ended
+	StateSchedulerWedged = "scheduler_wedged" // generation hangs, HTTP answers
+	StateSchedulerResume = "scheduler_resumed"
+	StateSchedulerDead   = "scheduler_dead" // the scheduler process died, HTTP still up
+	StateDead            = "dead"           // the process exited (Code)
+	StateBindFailed      = "bind_failed"    // the port was taken (Errno 98)
+	StateStopped         = "stopped"        // ended from outside (Stop), not by the scenario
+)
+
+// Record is one journal line. Every field but Wall is a pure function of the scenario, the
+// seed and the requests clients sent, so two runs of the same scenario compare equal once
+// Wall is cleared.
+type Record struct {
+	Seq  int           `json:"seq"`
+	At   time.Duration `json:"at_ns"` // scenario offset from Timeline.Start
+	Type string        `json:"type"`
+
+	State string `json:"state,omitempty"`
+	Code  *int   `json:"code,omitempty"` // exit code for StateDead
+
+	Stream string `json:"stream,omitempty"` // log: stdout or stderr
+	Kind   string `json:"kind,omitempty"`   // log: the sglang line kind
+	Line   string `json:"line,omitempty"`   // log: the exact text printed
+
+	Method   string        `json:"method,omitempty"`
+	Route    string        `json:"route,omitempty"`
+	Status   int           `json:"status,omitempty"`
+	Latency  time.Duration `json:"latency_ns,omitempty"` // scenario time from request to response start
+	Client   string        `json:"client,omitempty"`
+	Internal bool          `json:"internal,omitempty"` // the server's own warmup requests
+	Fault    string        `json:"fault,omitempty"`    // the fault kind that shaped this response
+	Outcome  string        `json:"outcome,omitempty"`  // request: "" (answered), "reset", "abandoned"
+
+	Wall time.Time `json:"wall"` // wall-clock time; ignored by determinism checks
+}
+
+// journal serialises records to a writer, one JSON object per line.
+type journal struct {
+	mu  sync.Mutex
+	w   io.Writer
+	enc *json.Encoder
+	seq int
+	err error
+}
+
+func newJournal(w io.Writer) *journal {
+	if w == nil {
+		w = io.Discard
+	}
+	return &journal{w: w, enc: json.NewEncoder(w)}
+}
+
+func (j *journal) add(r Record) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.seq++
+	r.Seq = j.seq
+	r.Wall = time.Now().UTC()
+	if err := j.enc.Encode(&r); err != nil && j.err == nil {
+		j.err = err
+	}
+}
+
+// ReadJournal parses a journal written by the server. It fails on the first malformed line,
+// naming it, so a truncated or foreign file is never half-read silently.
+func ReadJournal(r io.Reader) ([]Record, error) {
+	var out []Record
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
+	for n := 1; sc.Scan(); n++ {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var rec Record
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return out, fmt.Errorf("fakeserver: journal line %d is not a record (%v); is this a fakesglang --journal file?", n, err)
+		}
+		if rec.Type != RecState && rec.Type != RecLog && rec.Type != RecRequest {
+			return out, fmt.Errorf("fakeserver: journal line %d has unknown type %q", n, rec.Type)
+		}
+		out = append(out, rec)
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("fakeserver: reading journal: %w", err)
+	}
+	return out, nil
+}
+
+// Truth is what really happened in a run, as the harness scores tools against it.
+type Truth struct {
+	Bound   time.Duration // offset the port was bound at
+	BoundOK bool
+	Ready   time.Duration // offset the server became ready (status Up)
+	ReadyOK bool
+	// Dead is when the server stopped being usable: the process exit, or a wedge with no
+	// end (whole server or scheduler), whichever came first.
+	Dead     time.Duration
+	DeadOK   bool
+	Exited   bool
+	ExitCode int
+	// Unhealthy lists the offsets at which a health check timed out.
+	Unhealthy []time.Duration
+	Requests  []Record // request records, internal warmup requests included
+}
+
+// GroundTruth reduces a journal to the facts verdicts need.
+func GroundTruth(recs []Record) Truth {
+	var t Truth
+	wedgedAt := map[string]time.Duration{}
+	for _, r := range recs {
+		switch r.Type {
+		case RecRequest:
+			t.Requests = append(t.Requests, r)
+		case RecState:
+			switch r.State {
+			case StateBound:
+				if !t.BoundOK {
+					t.Bound, t.BoundOK = r.At, true
+				}
+			case StateReady:
+				if !t.ReadyOK {
+					t.Ready, t.ReadyOK = r.At, true
+				}
+			case StateUnhealthy:
+				t.Unhealthy = append(t.Unhealthy, r.At)
+			case StateWedged, StateSchedulerWedged, StateSchedulerDead:
+				if _, ok := wedgedAt[r.State]; !ok {
+					wedgedAt[r.State] = r.At
+				}
+			case StateUnwedged:
+				delete(wedgedAt, StateWedged)
+			case StateSchedulerResume:
+				delete(wedgedAt, StateSchedulerWedged)
+			case StateDead:
+				t.Exited = true
+				if r.Code != nil {
+					t.ExitCode = *r.Code
+				}
+				if !t.DeadOK || r.At < t.Dead {
+					t.Dead, t.DeadOK = r.At, true
+				}
+			}
+		}
+	}
+	for _, at := range wedgedAt { // a wedge that never ended is a death as a tool sees it
+		if !t.DeadOK || at < t.Dead {
+			t.Dead, t.DeadOK = at, true
+		}
+	}
+	return t
+}
