@@ -1,0 +1,335 @@
+package scenarios
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/sglang"
+)
+
+// parsedKinds parses a rendered log and returns its kinds with the offsets a recorded
+// timeline gives them.
+func parsedKinds(t *testing.T, log []byte) []KindAt {
+	t.Helper()
+	lines, err := sglang.Parse(bytes.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tl, err := replay.FromLog(lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return KindsOf(tl)
+}
+
+func firstKindDiff(a, b []KindAt) string {
+	for i := range min(len(a), len(b)) {
+		if a[i].Kind != b[i].Kind {
+			return fmt.Sprintf("entry %d: %s vs %s", i, a[i].Kind, b[i].Kind)
+		}
+	}
+	if len(a) != len(b) {
+		return fmt.Sprintf("%d entries vs %d", len(a), len(b))
+	}
+	return ""
+}
+
+// TestAuthorRoundTripCatalogue: every catalogue scenario's log → author → load → compile →
+// render → parse gives the same kinds in the same order and the same phases.
+func TestAuthorRoundTripCatalogue(t *testing.T) {
+	all, err := Catalogue()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range all {
+		t.Run(s.Name, func(t *testing.T) {
+			c, err := Compile(s, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := RenderLog(c.Timeline, c.Profile)
+			a, err := Author(context.Background(), bytes.NewReader(log), AuthorOptions{Name: s.Name, Source: s.Name + ".log"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s2, err := Load(s.Name+".yaml", a.YAML)
+			if err != nil {
+				t.Fatalf("authored scenario does not load: %v\n%s", err, a.YAML)
+			}
+			c2, err := Compile(s2, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, got := parsedKinds(t, log), parsedKinds(t, RenderLog(c2.Timeline, c2.Profile))
+			if d := firstKindDiff(want, got); d != "" {
+				t.Fatalf("kinds differ: %s", d)
+			}
+			if m := phaseMismatch(LogPhases(want), LogPhases(got)); m != "" {
+				t.Fatal(m)
+			}
+			// --check's own comparison agrees.
+			res, err := CheckAuthored(log, a.YAML, s.Name+".yaml", 5)
+			if err != nil || !res.OK() {
+				t.Fatalf("check: %v %+v", err, res)
+			}
+			if len(a.Report.Unparsed) > 0 {
+				t.Errorf("a generated log has unparsed lines: %v", a.Report.Unparsed)
+			}
+			// The flags read back from server_args are the scenario's own.
+			if a.Report.Flags != strings.Join(c.Args.Argv(), " ") {
+				t.Errorf("flags %q, want %q", a.Report.Flags, strings.Join(c.Args.Argv(), " "))
+			}
+			if a.Report.Ranks != c.Args.Ranks() {
+				t.Errorf("ranks %d, want %d", a.Report.Ranks, c.Args.Ranks())
+			}
+			// Era C is certain (its dict server_args); A and B can look alike in a short log.
+			if want := c.Profile.Era; a.Report.Era != want && (want == sglang.EraC || a.Report.Era == sglang.EraC) {
+				t.Errorf("era %s, want %s", a.Report.Era, want)
+			}
+			// A log that shows how the process ended gives the same exit code.
+			if p := c.Predict(); p.ExitCode != nil && a.Report.ExitCode != nil && *p.ExitCode != *a.Report.ExitCode {
+				t.Errorf("exit code %d, want %d", *a.Report.ExitCode, *p.ExitCode)
+			}
+		})
+	}
+}
+
+// TestAuthorDeterministic: the same input gives the same file, byte for byte.
+func TestAuthorDeterministic(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "author", "probes-era-c.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1, err := Author(context.Background(), bytes.NewReader(data), AuthorOptions{Source: "probes-era-c.log"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := Author(context.Background(), bytes.NewReader(data), AuthorOptions{Source: "probes-era-c.log"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a1.YAML, a2.YAML) {
+		t.Fatal("two runs on the same log differ")
+	}
+}
+
+// TestAuthorVariants: hand-made logs in each variant family of log-variants.md author into
+// valid scenarios, and whatever could not be parsed is reported with its line number.
+func TestAuthorVariants(t *testing.T) {
+	cases := []struct {
+		file         string
+		profile      string
+		ranks        int
+		flags        []string // substrings of launch.flags
+		ending       string   // prefix
+		verdict      Verdict
+		exit         int // -1: none
+		unparsed     []int
+		notes        []string // substrings that must be among the notes
+		probeRoute   string
+		probeEvery   time.Duration
+		probeTokens  int
+		mustNotMatch []string // text that redaction must have removed
+	}{
+		{file: "probes-era-c.log", profile: "C", ranks: 8, flags: []string{"--model-path /redacted/dir1/GLM-5-NVFP4", "--tp-size 8", "--port 8000", "--disable-cuda-graph"},
+			ending: "ready", verdict: ReadyOK, exit: -1, probeRoute: "/health", probeEvery: 10 * time.Second, probeTokens: 64,
+			mustNotMatch: []string{"10.20.30.40", "alice", "/data/models"}},
+		{file: "compose-era-b.log", profile: "B", ranks: 2, flags: []string{"--tp-size 2"}, ending: "ready", verdict: ReadyOK, exit: -1,
+			notes: []string{"compose wrapper"}, unparsed: []int{4}},
+		{file: "docker-desktop-era-a.log", profile: "A", ranks: 1, ending: "ready", verdict: ReadyOK, exit: -1,
+			notes: []string{"host_ts wrapper"}},
+		{file: "glued-bars-crlf.log", profile: "B", ranks: 1, ending: "cuda_oom", verdict: FailedFast, exit: 137,
+			notes: []string{"CRLF", "split onto lines"}},
+		{file: "truncated-tail.log", profile: "C", ranks: 8, flags: []string{"--enable-hierarchical-cache", "--hicache-size 300"},
+			ending: "log ends", verdict: FailedSlow, exit: -1, notes: []string{"no newline"}, unparsed: []int{1, 26}},
+		{file: "time-only.log", profile: "A", ranks: 1, ending: "ready", verdict: ReadyOK, exit: -1,
+			notes: []string{"time-only headers", "no readable server_args"}, unparsed: []int{3}},
+		{file: "host-oom-kill.log", profile: "C", ranks: 8, flags: []string{"--hicache-size 300"}, ending: "rank_dead", verdict: FailedFast, exit: 1,
+			mustNotMatch: []string{"gpu-node-17"}},
+		{file: "fatal-alive-loki.log", profile: "C", ranks: 2, ending: "nccl_error", verdict: FailedFast, exit: -1, notes: []string{"loki wrapper"},
+			mustNotMatch: []string{"10.0.0.2", "node-7"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", "author", tc.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := Author(context.Background(), bytes.NewReader(data), AuthorOptions{Source: tc.file})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := a.Report
+			s, err := Load(tc.file+".yaml", a.YAML)
+			if err != nil {
+				t.Fatalf("authored file does not load: %v", err)
+			}
+			if _, err := Compile(s, 1); err != nil {
+				t.Fatal(err)
+			}
+			if rep.Profile != tc.profile || rep.Ranks != tc.ranks {
+				t.Errorf("profile %s ranks %d, want %s %d", rep.Profile, rep.Ranks, tc.profile, tc.ranks)
+			}
+			for _, f := range tc.flags {
+				if !strings.Contains(rep.Flags, f) {
+					t.Errorf("flags %q lack %q", rep.Flags, f)
+				}
+			}
+			if !strings.HasPrefix(rep.Ending, tc.ending) {
+				t.Errorf("ending %q, want %s...", rep.Ending, tc.ending)
+			}
+			if s.Expect.Verdict != tc.verdict {
+				t.Errorf("verdict %s, want %s", s.Expect.Verdict, tc.verdict)
+			}
+			switch {
+			case tc.exit < 0 && s.Expect.ExitCode != nil:
+				t.Errorf("exit code %d, want none", *s.Expect.ExitCode)
+			case tc.exit >= 0 && (s.Expect.ExitCode == nil || *s.Expect.ExitCode != tc.exit):
+				t.Errorf("exit code %v, want %d", s.Expect.ExitCode, tc.exit)
+			}
+			var got []int
+			for _, u := range rep.Unparsed {
+				got = append(got, u.Line)
+				if !strings.Contains(string(a.YAML), fmt.Sprintf("#   line %d", u.Line)) {
+					t.Errorf("unparsed line %d is not reported in the file", u.Line)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.unparsed) && !(len(got) == 0 && len(tc.unparsed) == 0) {
+				t.Errorf("unparsed lines %v, want %v", got, tc.unparsed)
+			}
+			notes := strings.Join(rep.Notes, "\n")
+			for _, n := range tc.notes {
+				if !strings.Contains(notes, n) {
+					t.Errorf("notes lack %q:\n%s", n, notes)
+				}
+			}
+			if tc.probeRoute != "" {
+				if len(rep.Probes) == 0 || rep.Probes[0].Route != tc.probeRoute || rep.Probes[0].Interval != tc.probeEvery {
+					t.Errorf("probes %+v, want %s every %s first", rep.Probes, tc.probeRoute, tc.probeEvery)
+				}
+				if s.Server.ProbeTokens != tc.probeTokens {
+					t.Errorf("probe_tokens %d, want %d", s.Server.ProbeTokens, tc.probeTokens)
+				}
+			}
+			for _, m := range tc.mustNotMatch {
+				if strings.Contains(string(a.YAML), m) {
+					t.Errorf("%q survived redaction", m)
+				}
+			}
+			// Every input line is in the embedded log: none dropped.
+			if n := strings.Count(a.Log, "\n"); n != rep.Segments {
+				t.Errorf("embedded log has %d lines, parser saw %d", n, rep.Segments)
+			}
+		})
+	}
+}
+
+// TestCheckAuthoredMismatch: --check finds a replay that departs from the log and says where.
+func TestCheckAuthoredMismatch(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "author", "host-oom-kill.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Author(context.Background(), bytes.NewReader(data), AuthorOptions{Source: "host-oom-kill.log"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := CheckAuthored(data, a.YAML, "x.yaml", 3)
+	if err != nil || !res.OK() {
+		t.Fatalf("unchanged log: %v %+v", err, res)
+	}
+	// The input gains a line the scenario does not have (line 3), and loses its ending.
+	lines := strings.Split(string(data), "\n")
+	edited := append(append([]string{}, lines[:2]...), "[2026-02-24 11:18:05] Killed")
+	edited = append(edited, lines[2:len(lines)-4]...)
+	res, err = CheckAuthored([]byte(strings.Join(edited, "\n")), a.YAML, "x.yaml", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK() || len(res.Diffs) != 3 || res.Diffs[0].Line != 3 || res.Diffs[0].Want != sglang.KindKilled || res.PhaseMismatch == "" {
+		t.Fatalf("diffs %v, phases %q", res.Diffs, res.PhaseMismatch)
+	}
+	if !strings.Contains(res.Diffs[0].String(), `line 3: input killed`) {
+		t.Errorf("diff reads %q", res.Diffs[0])
+	}
+}
+
+func TestAuthorRejects(t *testing.T) {
+	cases := []struct {
+		name, log string
+		opts      AuthorOptions
+		want      string
+	}{
+		{"empty", "  \n\n", AuthorOptions{}, "the log is empty"},
+		{"no timestamps", "hello\nworld\n", AuthorOptions{}, "no timestamps"},
+		{"bad name", "[2026-01-01 00:00:00] Init torch distributed begin.\n", AuthorOptions{Name: "Bad_Name"}, "not an id"},
+		{"bad rule", "[2026-01-01 00:00:00] x\n", AuthorOptions{Rules: []RedactRule{{Name: "x", Regex: "("}}}, "bad regex"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Author(context.Background(), strings.NewReader(tc.log), tc.opts)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSplitPyRepr(t *testing.T) {
+	cases := []struct {
+		in      string
+		want    string
+		wantErr bool
+	}{
+		{`ServerArgs(model_path='a/b', tp_size=8, cuda_graph_bs=[1, 2, 4], api_key=None)`, `[{model_path 'a/b'} {tp_size 8} {cuda_graph_bs [1, 2, 4]} {api_key None}]`, false},
+		{`{'model_path': 'a,b', 'json': '{"x": 1}', 'tp_size': 2}`, `[{model_path 'a,b'} {json '{"x": 1}'} {tp_size 2}]`, false},
+		{`ServerArgs(model_path='it\'s', x=Foo(a=1, b=2))`, `[{model_path 'it\'s'} {x Foo(a=1, b=2)}]`, false},
+		{`ServerArgs(model_path='a', tp_si`, `[{model_path 'a'}]`, true},
+		{`Namespace(x=1)`, `[]`, true},
+	}
+	for _, tc := range cases {
+		got, err := splitPyRepr(tc.in)
+		if fmt.Sprint(got) != tc.want && !(len(got) == 0 && tc.want == "[]") || (err != nil) != tc.wantErr {
+			t.Errorf("splitPyRepr(%q) = %v, %v; want %s (err %v)", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestFlagsFromServerArgs(t *testing.T) {
+	a := sglang.DefaultServerArgs()
+	a.ModelPath = "moonshotai/Kimi-K2.5"
+	a.TPSize = 8
+	a.EnableHierarchicalCache = true
+	a.HiCacheSize = 48
+	a.CUDAGraphBS = []int{1, 2, 4}
+	mfs := 0.85
+	a.MemFractionStatic = &mfs
+	for _, dict := range []bool{false, true} {
+		argv, dropped, err := flagsFromServerArgs(a.Repr(dict))
+		if err != nil || len(dropped) > 0 {
+			t.Fatalf("dict=%v: %v %v", dict, err, dropped)
+		}
+		got, err := sglang.ParseArgs(argv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got.Argv(), " ") != strings.Join(a.Argv(), " ") {
+			t.Errorf("dict=%v: %v, want %v", dict, got.Argv(), a.Argv())
+		}
+	}
+	// Unmodelled fields and values that flags cannot carry are reported, never silently lost.
+	_, dropped, err := flagsFromServerArgs(`ServerArgs(model_path='m', served_model_name='my model', some_new_field=3, dtype='int3')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := strings.Join(dropped, "\n"); !strings.Contains(d, "does not model") || !strings.Contains(d, "--served-model-name") || !strings.Contains(d, "--dtype") {
+		t.Errorf("dropped = %v", dropped)
+	}
+}
