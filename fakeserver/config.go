@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -78,6 +79,22 @@ const (
 	ReadHeaderTimeout = 10 * time.Second
 	MaxTokensCap      = 4096
 )
+
+// EnvKeys are the environment variables the server reads from Config.Env.
+var EnvKeys = []string{"SGLANG_HEALTH_CHECK_TIMEOUT", "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION"}
+
+// InheritEnv overlays this process's values of EnvKeys on c.Env, as a real server inherits
+// its launcher's environment; they win over the scenario's.
+func (c *Config) InheritEnv() {
+	for _, k := range EnvKeys {
+		if v, ok := os.LookupEnv(k); ok {
+			if c.Env == nil {
+				c.Env = map[string]string{}
+			}
+			c.Env[k] = v
+		}
+	}
+}
 
 func resolveArgs(sa sglang.ServerArgs) args {
 	a := args{Host: sa.Host, Port: sa.Port, ModelPath: sa.ModelPath, ServedModelName: sa.ServedModelName,

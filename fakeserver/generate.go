@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/incident-replay/incident-replay/fault"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/sglang"
 )
@@ -133,8 +134,10 @@ type sse struct {
 	reset  int
 }
 
+const sseContentType = "text/event-stream"
+
 func newSSE(w http.ResponseWriter, reset int) *sse {
-	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Content-Type", sseContentType)
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	return &sse{w: w, rc: http.NewResponseController(w), reset: reset}
@@ -160,6 +163,9 @@ func (e *sse) send(v any) bool {
 	}
 	e.chunks++
 	if e.reset > 0 && e.chunks >= e.reset {
+		if aw, ok := e.w.(*accessWriter); ok {
+			aw.fault, aw.outcome = string(fault.ResetStream), "reset"
+		}
 		if conn, _, err := e.rc.Hijack(); err == nil {
 			if tc, ok := conn.(*net.TCPConn); ok {
 				_ = tc.SetLinger(0)

@@ -3,6 +3,7 @@ package fakeserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -45,11 +46,9 @@ func (s *Server) handler() http.Handler {
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		aw := &accessWriter{ResponseWriter: w, s: s, r: r, begin: s.offsetNow()}
-		ctx, cancel := context.WithCancel(r.Context())
-		defer cancel()
-		stop := context.AfterFunc(s.deadCtx, cancel) // a dying process drops every request
-		defer stop()
-		r = r.WithContext(ctx)
+		// r.Context() descends from s.deadCtx (http.Server.BaseContext), so a dying process
+		// drops every request without a per-request context of our own.
+		ctx := r.Context()
 		defer aw.finish()
 		defer func() {
 			if p := recover(); p != nil {
@@ -105,6 +104,10 @@ type accessWriter struct {
 	status  int
 	fault   string
 	outcome string
+	fields  [6]sglang.Field // the access line's fields, kept here to spare an allocation
+	// stream holds an SSE response's record until the handler returns, so the record can
+	// say whether the stream ended or was reset (a status alone cannot tell them apart).
+	stream *Record
 }
 
 func (a *accessWriter) WriteHeader(code int) {
@@ -114,9 +117,15 @@ func (a *accessWriter) WriteHeader(code int) {
 	a.wrote, a.status = true, code
 	a.ResponseWriter.WriteHeader(code)
 	now := a.s.offsetNow()
-	a.s.logExternal(replay.Stdout, accessEvent(a.s.stamp(now), clientAddr(a.r.RemoteAddr), a.r.Method, a.r.URL.RequestURI(), code))
-	a.s.journal.add(Record{At: now, Type: RecRequest, Method: a.r.Method, Route: a.r.URL.Path, Status: code,
-		Latency: now - a.begin, Client: a.r.RemoteAddr, Fault: a.fault})
+	a.s.logExternal(replay.Stdout, sglang.Event{Kind: sglang.KindAccess, Time: a.s.stamp(now),
+		Fields: accessFields(a.fields[:0], clientAddr(a.r.RemoteAddr), a.r.Method, a.r.URL.RequestURI(), code)})
+	rec := Record{At: now, Type: RecRequest, Method: a.r.Method, Route: a.r.URL.Path, Status: code,
+		Latency: now - a.begin, Client: a.r.RemoteAddr, Fault: a.fault}
+	if a.Header().Get("Content-Type") == sseContentType {
+		a.stream = &rec
+		return
+	}
+	a.s.journal.add(rec)
 }
 
 func (a *accessWriter) Write(b []byte) (int, error) {
@@ -130,6 +139,13 @@ func (a *accessWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
 
 // finish journals a request that never got a response (client gave up, process died).
 func (a *accessWriter) finish() {
+	if a.stream != nil {
+		rec := *a.stream
+		rec.Fault, rec.Outcome = a.fault, a.outcome
+		a.stream = nil
+		a.s.journal.add(rec)
+		return
+	}
 	if a.wrote {
 		return
 	}
@@ -144,6 +160,9 @@ func (a *accessWriter) finish() {
 
 // clientAddr formats a remote address the way uvicorn prints it: host:port, no brackets.
 func clientAddr(remote string) string {
+	if !strings.HasPrefix(remote, "[") { // IPv4 host:port is printed as is
+		return remote
+	}
 	host, port, err := net.SplitHostPort(remote)
 	if err != nil {
 		return remote
@@ -173,6 +192,47 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// staticJSON is a JSON body encoded once: the model card and model info never change
+// during a run, and encoding them per request was most of /v1/models' cost.
+type staticJSON struct {
+	body []byte
+	// length is the Content-Length header value; a header slice set directly (never
+	// appended to by net/http) is shared by every response.
+	length []string
+}
+
+var jsonContentType = []string{"application/json"}
+
+func newStaticJSON(v any) (staticJSON, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return staticJSON{}, fmt.Errorf("fakeserver: encode static body: %w", err)
+	}
+	return staticJSON{body: b, length: []string{strconv.Itoa(len(b))}}, nil
+}
+
+// write sends the body with the same headers writeJSON sets.
+func (sj staticJSON) write(w http.ResponseWriter, status int) {
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = sj.length
+	w.WriteHeader(status)
+	_, _ = w.Write(sj.body)
+}
+
+// staticBodies are the responses that depend only on the configuration.
+type staticBodies struct {
+	models, card, modelInfo staticJSON
+}
+
+func (s *Server) buildStatic() error {
+	var err [3]error
+	s.static.models, err[0] = newStaticJSON(map[string]any{"object": "list", "data": []modelCard{s.card()}})
+	s.static.card, err[1] = newStaticJSON(s.card())
+	s.static.modelInfo, err[2] = newStaticJSON(s.modelInfoBody())
+	return errors.Join(err[:]...)
 }
 
 // empty writes a status with the empty body SGLang's health endpoints return.
@@ -336,6 +396,11 @@ func (s *Server) modelInfo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.deprecated(r.URL.Path)
+	s.static.modelInfo.write(w, http.StatusOK)
+}
+
+// modelInfoBody is the /model_info body of the profile's era.
+func (s *Server) modelInfoBody() any {
 	a := s.cfg.Args
 	type eraA struct {
 		ModelPath     string `json:"model_path"`
@@ -357,11 +422,11 @@ func (s *Server) modelInfo(w http.ResponseWriter, r *http.Request) {
 	base := eraA{a.ModelPath, a.ModelPath, true}
 	switch s.prof.Era {
 	case sglang.EraA:
-		writeJSON(w, http.StatusOK, base)
+		return base
 	case sglang.EraB:
-		writeJSON(w, http.StatusOK, eraB{eraA: base, WeightVersion: "default"})
+		return eraB{eraA: base, WeightVersion: "default"}
 	default:
-		writeJSON(w, http.StatusOK, eraC{eraB: eraB{eraA: base, WeightVersion: "default"}, ModelType: "qwen2", Architectures: []string{"Qwen2ForCausalLM"}})
+		return eraC{eraB: eraB{eraA: base, WeightVersion: "default"}, ModelType: "qwen2", Architectures: []string{"Qwen2ForCausalLM"}}
 	}
 }
 
@@ -424,7 +489,7 @@ func (s *Server) card() modelCard {
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	if methodIs(w, r, http.MethodGet) {
-		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []modelCard{s.card()}})
+		s.static.models.write(w, http.StatusOK)
 	}
 }
 
@@ -439,7 +504,7 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request) {
 			"param": "model", "code": "model_not_found"}})
 		return
 	}
-	writeJSON(w, http.StatusOK, s.card())
+	s.static.card.write(w, http.StatusOK)
 }
 
 const flushText = "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n"

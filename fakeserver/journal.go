@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Record types in the journal.
@@ -59,11 +61,14 @@ type Record struct {
 	Wall time.Time `json:"wall"` // wall-clock time; ignored by determinism checks
 }
 
-// journal serialises records to a writer, one JSON object per line.
+// journal serialises records to a writer, one JSON object per line, in exactly the bytes
+// json.Encoder would write (appendRecord; TestAppendRecordMatchesEncodingJSON holds it to
+// that). Every request and every log line passes through here, so the reflection-based
+// encoder was a measurable share of a request's cost.
 type journal struct {
 	mu  sync.Mutex
 	w   io.Writer
-	enc *json.Encoder
+	buf []byte
 	seq int
 	err error
 }
@@ -72,7 +77,7 @@ func newJournal(w io.Writer) *journal {
 	if w == nil {
 		w = io.Discard
 	}
-	return &journal{w: w, enc: json.NewEncoder(w)}
+	return &journal{w: w}
 }
 
 func (j *journal) add(r Record) {
@@ -81,9 +86,113 @@ func (j *journal) add(r Record) {
 	j.seq++
 	r.Seq = j.seq
 	r.Wall = time.Now().UTC()
-	if err := j.enc.Encode(&r); err != nil && j.err == nil {
+	j.buf = appendRecord(j.buf[:0], &r)
+	// One Write per record, so a journal file read back mid-run ends on a whole line.
+	if _, err := j.w.Write(j.buf); err != nil && j.err == nil {
 		j.err = err
 	}
+}
+
+// appendRecord appends r as json.Encoder.Encode writes it: fields in declaration order,
+// omitempty honoured, HTML-escaped strings, a trailing newline.
+func appendRecord(b []byte, r *Record) []byte {
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, int64(r.Seq), 10)
+	b = append(b, `,"at_ns":`...)
+	b = strconv.AppendInt(b, int64(r.At), 10)
+	b = appendField(b, "type", r.Type, false)
+	b = appendField(b, "state", r.State, true)
+	if r.Code != nil {
+		b = append(b, `,"code":`...)
+		b = strconv.AppendInt(b, int64(*r.Code), 10)
+	}
+	b = appendField(b, "stream", r.Stream, true)
+	b = appendField(b, "kind", r.Kind, true)
+	b = appendField(b, "line", r.Line, true)
+	b = appendField(b, "method", r.Method, true)
+	b = appendField(b, "route", r.Route, true)
+	if r.Status != 0 {
+		b = append(b, `,"status":`...)
+		b = strconv.AppendInt(b, int64(r.Status), 10)
+	}
+	if r.Latency != 0 {
+		b = append(b, `,"latency_ns":`...)
+		b = strconv.AppendInt(b, int64(r.Latency), 10)
+	}
+	b = appendField(b, "client", r.Client, true)
+	if r.Internal {
+		b = append(b, `,"internal":true`...)
+	}
+	b = appendField(b, "fault", r.Fault, true)
+	b = appendField(b, "outcome", r.Outcome, true)
+	b = append(b, `,"wall":"`...)
+	b = r.Wall.AppendFormat(b, time.RFC3339Nano) // time.Time.MarshalJSON's format
+	return append(b, "\"}\n"...)
+}
+
+func appendField(b []byte, name, v string, omitEmpty bool) []byte {
+	if omitEmpty && v == "" {
+		return b
+	}
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	return appendJSONString(b, v)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString quotes s as encoding/json does with HTML escaping on: <, >, & and
+// control bytes as \u00XX (\b \f \n \r \t short), invalid UTF-8 as \ufffd, U+2028/2029
+// escaped.
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // ReadJournal parses a journal written by the server. It fails on the first malformed line,

@@ -65,6 +65,7 @@ type Server struct {
 	out     *output
 	journal *journal
 	metrics *metrics
+	static  staticBodies
 
 	mu            sync.Mutex
 	phase         phase
@@ -117,6 +118,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.metrics = newMetrics(s.args.ServedModelName, s.args.ContextLength)
+	if err := s.buildStatic(); err != nil {
+		s.out.close()
+		return nil, err
+	}
 	for _, e := range cfg.Timeline.Entries {
 		if e.Op == replay.OpLog && e.Event.Kind == sglang.KindReady {
 			s.recordedReady = true
@@ -429,6 +434,8 @@ func (s *Server) bindLocked(at time.Duration) {
 		IdleTimeout:       time.Minute,
 		MaxHeaderBytes:    MaxHeaderBytes,
 		ErrorLog:          nil,
+		// Every request context ends when the process exits (exitLocked cancels deadCtx).
+		BaseContext: func(net.Listener) context.Context { return s.deadCtx },
 	}
 	srv := s.httpSrv
 	go func() { _ = srv.Serve(ln) }()
@@ -696,9 +703,30 @@ func (o *output) close() {
 }
 
 func accessEvent(t time.Time, client, method, path string, status int) sglang.Event {
-	return sglang.Event{Kind: sglang.KindAccess, Time: t, Fields: sglang.Fields{
-		{Key: "client", Value: client}, {Key: "method", Value: method}, {Key: "path", Value: path},
-		{Key: "proto", Value: "HTTP/1.1"}, {Key: "status", Value: strconv.Itoa(status)}, {Key: "reason", Value: http.StatusText(status)}}}
+	return sglang.Event{Kind: sglang.KindAccess, Time: t, Fields: accessFields(nil, client, method, path, status)}
+}
+
+// accessFields appends an access line's fields to dst (the caller's storage, so the hot
+// path allocates nothing here).
+func accessFields(dst sglang.Fields, client, method, path string, status int) sglang.Fields {
+	return append(dst, sglang.Field{Key: "client", Value: client}, sglang.Field{Key: "method", Value: method},
+		sglang.Field{Key: "path", Value: path}, sglang.Field{Key: "proto", Value: "HTTP/1.1"},
+		sglang.Field{Key: "status", Value: statusCode(status)}, sglang.Field{Key: "reason", Value: http.StatusText(status)})
+}
+
+// statusCodes are the decimal forms of 100..599, so an access line does not format one.
+var statusCodes = func() (t [600]string) {
+	for i := 100; i < len(t); i++ {
+		t[i] = strconv.Itoa(i)
+	}
+	return t
+}()
+
+func statusCode(code int) string {
+	if code >= 100 && code < len(statusCodes) {
+		return statusCodes[code]
+	}
+	return strconv.Itoa(code)
 }
 
 // prefillEvent builds a Prefill line in the profile's field order.

@@ -21,7 +21,6 @@ import (
 
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/replay"
-	"github.com/incident-replay/incident-replay/scenarios"
 	"github.com/incident-replay/incident-replay/sglang"
 )
 
@@ -97,17 +96,13 @@ func given(argv []string, flags ...string) bool {
 func config(o own, argv []string) (fakeserver.Config, error) {
 	var cfg fakeserver.Config
 	if o.scenario != "" {
-		sc, err := loadScenario(o.scenario)
-		if err != nil {
-			return cfg, err
-		}
-		comp, err := scenarios.Compile(sc, o.seed)
-		if err != nil {
-			return cfg, err
-		}
-		cfg = fakeserver.FromCompiled(comp)
+		so := fakeserver.ScenarioOptions{Seed: o.seed, Speed: o.speed}
 		if given(os.Args, "--start-time") { // re-stamp the scenario: lines are stamped Start+offset
-			cfg.Timeline.Start = o.startTime
+			so.StartTime = o.startTime
+		}
+		var err error
+		if cfg, err = fakeserver.ConfigForScenario(o.scenario, so); err != nil {
+			return cfg, err
 		}
 		if !given(argv, "--model-path", "--model") {
 			argv = append(argv, "--model-path", cfg.Args.ModelPath)
@@ -147,31 +142,11 @@ func config(o own, argv []string) (fakeserver.Config, error) {
 		}
 		cfg.Timeline = fakeserver.HappyPath(o.startTime, cfg.Profile, o.bindAfter, 0, 0)
 		cfg.Seed = o.seed
+		cfg.Clock = replay.Scaled(cfg.Timeline.Start, o.speed)
 	}
-	env := map[string]string{}
-	for _, k := range []string{"SGLANG_HEALTH_CHECK_TIMEOUT", "SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env[k] = v
-		}
-	}
-	if cfg.Env == nil {
-		cfg.Env = env
-	} else {
-		for k, v := range env {
-			cfg.Env[k] = v
-		}
-	}
-	cfg.Clock = replay.Scaled(cfg.Timeline.Start, o.speed)
+	cfg.InheritEnv()
 	cfg.Stdout, cfg.Stderr, cfg.LogFile = os.Stdout, os.Stderr, o.logFile
 	return cfg, nil
-}
-
-// loadScenario reads a scenario file when the argument names one, else the catalogue entry.
-func loadScenario(arg string) (*scenarios.Scenario, error) {
-	if _, err := os.Stat(arg); err == nil {
-		return scenarios.LoadFile(arg)
-	}
-	return scenarios.Lookup(arg)
 }
 
 func run(ctx context.Context, argv []string, stderr io.Writer) int {

@@ -1,0 +1,80 @@
+package fakeserver
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+)
+
+// TestPruneImages builds tiny labelled images under a label of its own (so it can never
+// touch another run's images) and prunes all but one.
+func TestPruneImages(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err == nil {
+		_, err = cli.Ping(ctx, client.PingOptions{})
+	}
+	if err != nil {
+		t.Skipf("docker is not available: %v", err)
+	}
+	defer cli.Close()
+	p, err := testcontainers.NewDockerProvider()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	own := map[string]string{LabelRun: "prune-test-" + RunID}
+	t.Cleanup(func() { _, _ = pruneImages(context.Background(), "", own) })
+	dir := t.TempDir()
+	build := func(name string) string {
+		// Distinct content per image, so each build is its own image id.
+		if err := os.WriteFile(filepath.Join(dir, "x"), []byte(name), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM scratch\nCOPY x /x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var log bytes.Buffer
+		ref, err := p.BuildImage(ctx, &testcontainers.ContainerRequest{FromDockerfile: testcontainers.FromDockerfile{
+			Context: dir, Repo: imageRepo + "-prune-test", Tag: name + "-" + RunID, KeepImage: true, BuildLogWriter: &log,
+			BuildOptionsModifier: labelImage(map[string]string{LabelProject: ProjectName, LabelRun: own[LabelRun]})}})
+		if err != nil {
+			t.Fatalf("build %s: %v\n%s", name, err, log.String())
+		}
+		return ref
+	}
+	keep, drop, twice := build("keep"), build("drop"), build("twice")
+	second := imageRepo + "-prune-test:second-" + RunID
+	if _, err := cli.ImageTag(ctx, client.ImageTagOptions{Source: twice, Target: second}); err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := pruneImages(ctx, imageRepo+":no-such-tag", own); err == nil || !strings.Contains(err.Error(), "pass the tag BuildImage returned") {
+		t.Fatalf("unknown keep: %v", err)
+	}
+	n, err := pruneImages(ctx, keep, own)
+	if err != nil || n != 2 {
+		t.Fatalf("pruned %d (%v), want 2", n, err)
+	}
+	for _, c := range []struct {
+		ref  string
+		gone bool
+	}{{keep, false}, {drop, true}, {twice, true}, {second, true}} {
+		_, err := cli.ImageInspect(ctx, c.ref)
+		if gone := cerrdefs.IsNotFound(err); gone != c.gone || (!gone && err != nil) {
+			t.Errorf("%s: inspect err %v, want gone=%v", c.ref, err, c.gone)
+		}
+	}
+	if n, err := pruneImages(ctx, "", own); err != nil || n != 1 {
+		t.Fatalf("prune all: %d (%v), want 1", n, err)
+	}
+}
