@@ -11,7 +11,6 @@ BIN       := $(CURDIR)/bin
 REPORTS   := $(CURDIR)/reports
 SPEED     ?= 60
 FUZZTIME  ?= 2m
-IMAGE     ?= incident-replay/fakesglang:dev
 UNIT_PKGS  = $(shell $(GO) list ./... | grep -v /e2e)
 
 .PHONY: all build test vet unit e2e demo lint bench fuzz image gpu-acceptance clean
@@ -56,12 +55,15 @@ fuzz:
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; done
 
+# Builds the FROM scratch fakesglang image from this tree (content-hash tag) and prints the tag.
 image:
-	$(GO) run ./cmd/incident-replay image --tag $(IMAGE)
+	$(GO) run ./bench/image
 
+# Real GPU host only (docs/gpu-lab.md): needs NVML, cgo and SGLANG_LAUNCH; skips with the reason otherwise.
 gpu-acceptance:
-	$(GO) test -count=1 -timeout 60m ./e2e/ -ginkgo.label-filter=gpu -ginkgo.v
+	CGO_ENABLED=1 $(GO) test -count=1 -timeout 3h ./e2e/ -ginkgo.label-filter=gpu -ginkgo.v
 
 clean:
 	rm -rf $(BIN) $(REPORTS)
 	-docker ps -aq --filter label=org.incident-replay.project=incident-replay | xargs -r docker rm -f
+	-docker images -q --filter label=org.incident-replay.project=incident-replay | sort -u | xargs -r docker rmi

@@ -91,6 +91,11 @@ var _ = SynchronizedAfterSuite(func() {}, func(ctx SpecContext) {
 	left, err := fakeserver.Leftovers(ctx, fakeserver.RunID)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(left).To(BeEmpty(), "containers of this run left behind")
+	// Keep this tree's image for the next run (BuildImage reuses it); drop older builds.
+	if tag := sharedImage; tag != "" {
+		_, err = fakeserver.PruneImages(ctx, tag)
+		Expect(err).NotTo(HaveOccurred())
+	}
 }, NodeTimeout(2*time.Minute))
 
 // runContainer starts fakesglang and registers its removal before checking the error
