@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/incident-replay/incident-replay/fakeserver"
+	"github.com/incident-replay/incident-replay/harness"
+	"github.com/incident-replay/incident-replay/scenarios"
+)
+
+func init() { register(newScoreCmd) }
+
+type scoreOptions struct {
+	scenarios []string
+	tools     []string
+	userTools []string
+	toolsFile string
+	speed     float64
+	container bool
+	image     string
+	parallel  int
+	markdown  string
+	junit     string
+	seed      int64
+	quiet     bool
+	allTools  bool
+}
+
+func newScoreCmd() *cobra.Command {
+	var o scoreOptions
+	cmd := &cobra.Command{
+		Use:   "score",
+		Short: "Run readiness tools against scenarios and print the scorecard",
+		Long: `score runs every selected tool against every selected scenario (default: the embedded
+catalogue and the built-in tools), in parallel, on a clock compressed --speed times, and scores
+each tool's claim against the fake server's ground truth.
+
+Tools: built-ins (see the scorecard's tool list), tools from --tools-file (tools.yaml), and
+--tool 'name=command' (a bash template with {{.URL}} {{.Host}} {{.Port}} {{.LogFile}} {{.PID}}
+{{.Timeout}}; exit 0 claims ready). Shell tools run under faketime at --speed.
+
+Exit status: 0 when every must-pass tool (llmwait) reached each scenario's expected verdict,
+3 when one missed, 1 on other errors.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return runScore(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.scenarios, "scenario", nil, "scenario names or scenario files (*.yaml); default the whole catalogue")
+	f.StringSliceVar(&o.tools, "tool-name", nil, "run only these tools (by name; default the core set plus your own)")
+	f.StringArrayVar(&o.userTools, "tool", nil, "add a tool: 'name=bash command template' (repeatable)")
+	f.StringVar(&o.toolsFile, "tools-file", "", "add the tools of a tools.yaml file")
+	f.Float64Var(&o.speed, "speed", 60, "time compression S: scenario seconds per wall second")
+	f.BoolVar(&o.container, "container", false, "run each fake server in a container instead of in-process")
+	f.StringVar(&o.image, "image", "", "fakesglang image for --container (default: build it from the source tree)")
+	f.IntVar(&o.parallel, "parallel", 0, "pairs in flight (default 8 per core)")
+	f.StringVar(&o.markdown, "markdown", "", "also write the scorecard as Markdown to this file")
+	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
+	f.Int64Var(&o.seed, "seed", 1, "seed for compiling scenarios")
+	f.BoolVar(&o.quiet, "quiet", false, "no per-run progress on stderr")
+	f.BoolVar(&o.allTools, "all-tools", false, "run every built-in tool (default: the core set, one tool per family)")
+	return cmd
+}
+
+// mustPassError makes `score` exit 3 when a must-pass tool missed.
+type mustPassError struct{ n int }
+
+func (e mustPassError) Error() string {
+	return fmt.Sprintf("%d must-pass run(s) missed the expected verdict (see \"Expected vs got\")", e.n)
+}
+func (e mustPassError) ExitCode() int { return 3 }
+
+func runScore(ctx context.Context, stdout, stderr io.Writer, o scoreOptions) error {
+	cases, err := loadCases(o.scenarios, o.seed)
+	if err != nil {
+		return err
+	}
+	tools, err := selectTools(o)
+	if err != nil {
+		return err
+	}
+	launcher, cleanup, err := launcherFor(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	var ft harness.Faketime
+	if o.speed != 1 {
+		if ft, err = harness.FindFaketime(); err != nil {
+			return err
+		}
+	} else if found, ferr := harness.FindFaketime(); ferr == nil {
+		ft = found // S=1 still benefits from the scenario epoch
+	}
+	m := harness.Matrix{
+		Runner:   harness.Runner{Launcher: launcher, Faketime: ft, Speed: o.speed, Expect: harness.DefaultExpect},
+		Parallel: o.parallel,
+	}
+	if !o.quiet {
+		m.Progress = stderr
+	}
+	fmt.Fprintf(stderr, "score: %d scenarios x %d tools at %gx (%s)\n", len(cases), len(tools), o.speed, launcher.Name())
+	start := time.Now()
+	results := m.Run(ctx, cases, tools)
+	card := harness.Scorecard{Results: results, Speed: o.speed, Wall: time.Since(start), Where: launcher.Name(), Tools: tools}
+	if ctx.Err() != nil {
+		return fmt.Errorf("interrupted after %.1fs: runs in flight were stopped and their servers removed", card.Wall.Seconds())
+	}
+	if err := card.WriteTable(stdout); err != nil {
+		return err
+	}
+	if o.markdown != "" {
+		if err := harness.WriteFile(o.markdown, card.WriteMarkdown); err != nil {
+			return err
+		}
+	}
+	if o.junit != "" {
+		if err := harness.WriteFile(o.junit, card.WriteJUnit); err != nil {
+			return err
+		}
+	}
+	if n := len(card.MustPassFailures()); n > 0 {
+		return mustPassError{n}
+	}
+	return nil
+}
+
+func selectTools(o scoreOptions) ([]harness.Tool, error) {
+	all := harness.Builtins()
+	if o.toolsFile != "" {
+		ts, err := harness.LoadTools(o.toolsFile)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, ts...)
+	}
+	var user []harness.Tool
+	for _, v := range o.userTools {
+		t, err := harness.ParseToolFlag(v)
+		if err != nil {
+			return nil, err
+		}
+		user = append(user, t)
+	}
+	all = append(all, user...)
+	seen := map[string]bool{}
+	for _, t := range all {
+		if seen[t.Name] {
+			return nil, fmt.Errorf("two tools are named %q: rename one (names must be unique)", t.Name)
+		}
+		seen[t.Name] = true
+	}
+	names := o.tools
+	if len(names) == 0 && !o.allTools {
+		names = slices.Clone(harness.CoreTools)
+		for _, t := range all[len(harness.Builtins()):] { // tools-file and --tool entries
+			names = append(names, t.Name)
+		}
+	} else if len(names) > 0 {
+		for _, t := range user { // --tool adds to an explicit selection
+			if !slices.Contains(names, t.Name) {
+				names = append(names, t.Name)
+			}
+		}
+	}
+	return harness.SelectTools(all, names)
+}
+
+// loadCases resolves names in the catalogue and paths as files; none means the catalogue.
+func loadCases(names []string, seed int64) ([]harness.Case, error) {
+	var list []*scenarios.Scenario
+	if len(names) == 0 {
+		all, err := scenarios.Catalogue()
+		if err != nil {
+			return nil, err
+		}
+		list = all
+	}
+	for _, n := range names {
+		var (
+			s   *scenarios.Scenario
+			err error
+		)
+		if _, statErr := os.Stat(n); statErr == nil {
+			s, err = scenarios.LoadFile(n)
+		} else {
+			s, err = scenarios.Lookup(n)
+		}
+		if err != nil {
+			return nil, err
+		}
+		list = append(list, s)
+	}
+	var cases []harness.Case
+	var errs []error
+	for _, s := range list {
+		c, err := harness.NewCase(s, seed)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cases = append(cases, c)
+	}
+	return cases, errors.Join(errs...)
+}
+
+// launcherFor picks where fake servers run. Containers need the fakesglang image: --image,
+// or built from the module source around the working directory. cleanup sweeps this run's
+// containers, including any an interrupt left behind.
+func launcherFor(ctx context.Context, o scoreOptions, stderr io.Writer) (harness.Launcher, func(), error) {
+	if !o.container {
+		return harness.InProcess{}, func() {}, nil
+	}
+	for k, v := range map[string]string{"TESTCONTAINERS_RYUK_DISABLED": "true", "TESTCONTAINERS_HOST_OVERRIDE": "127.0.0.1"} {
+		if os.Getenv(k) == "" {
+			os.Setenv(k, v)
+		}
+	}
+	image := o.image
+	if image == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return nil, nil, fmt.Errorf("--container needs the fakesglang image: pass --image TAG, or run inside the incident-replay source tree (%v)", err)
+		}
+		fmt.Fprintln(stderr, "score: building the fakesglang image from", root)
+		bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+		defer cancel()
+		if image, err = fakeserver.BuildImage(bctx, root); err != nil {
+			return nil, nil, fmt.Errorf("build the fakesglang image: %w", err)
+		}
+	}
+	cleanup := func() {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if n, err := fakeserver.Sweep(sctx, fakeserver.RunID); err != nil {
+			fmt.Fprintln(stderr, "score: sweeping containers:", err)
+		} else if n > 0 {
+			fmt.Fprintf(stderr, "score: removed %d leftover container(s)\n", n)
+		}
+	}
+	return harness.Container{Image: image}, cleanup, nil
+}
+
+// moduleRoot finds the directory holding this project's go.mod above the working directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/incident-replay/incident-replay") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no incident-replay go.mod above the working directory")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,142 @@
+package e2e
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/incident-replay/incident-replay/harness"
+	"github.com/incident-replay/incident-replay/scenarios"
+)
+
+// matrixSpeed compresses scenario time for the matrix: an 11-minute cold start is 11 s.
+const matrixSpeed = 60
+
+// matrixTools are the built-ins both matrices run; each has pinned verdicts in
+// harness/expect.yaml (llmwait is held to every scenario's expect block).
+var matrixTools = []string{
+	"founding-loop-1", "founding-loop-2", "curl-any", "curl-strict",
+	"k8s-sglang", "k8s-kserve", "compose-sglang", "llmwait",
+}
+
+type pairKey struct{ scenario, tool string }
+
+// containerUnpinned are tools whose pinned (in-process) verdicts do not carry over to
+// containers, and why.
+var containerUnpinned = map[string]string{
+	"curl-strict": "docker-proxy accepts connections while the server is down, so curl gets an empty reply (exit 52), which --retry does not retry: it gives up at once instead of running out its retries",
+}
+
+// matrixEntries is one entry per (scenario, tool) pair: the pinned verdict, or "" where the
+// verdict depends on timing (or, in containers, on docker-proxy) and only a clean run is
+// asserted.
+func matrixEntries(all []*scenarios.Scenario, inContainers bool) []TableEntry {
+	pins, err := harness.BuiltinExpectations()
+	var entries []TableEntry
+	for _, s := range all {
+		for _, tool := range matrixTools {
+			var want harness.Verdict
+			if tool == "llmwait" {
+				want = s.Expect.Verdict
+			} else if _, skip := containerUnpinned[tool]; err == nil && !(inContainers && skip) {
+				want, _ = pins.Lookup(s.Name, tool)
+			}
+			entries = append(entries, Entry(fmt.Sprintf("%s x %s", s.Name, tool), s.Name, tool, want))
+		}
+	}
+	return entries
+}
+
+// runMatrix runs every pair of the catalogue x matrixTools on launcher, in parallel.
+func runMatrix(ctx SpecContext, all []*scenarios.Scenario, launcher harness.Launcher, parallel int) map[pairKey]harness.Result {
+	tools, err := harness.SelectTools(harness.Builtins(), matrixTools)
+	Expect(err).NotTo(HaveOccurred())
+	var cases []harness.Case
+	for _, s := range all {
+		c, err := harness.NewCase(s, 1)
+		Expect(err).NotTo(HaveOccurred(), s.Name)
+		cases = append(cases, c)
+	}
+	ft, err := harness.FindFaketime()
+	Expect(err).NotTo(HaveOccurred(), "the matrix runs shell tools at %gx", float64(matrixSpeed))
+	m := harness.Matrix{
+		Runner:   harness.Runner{Launcher: launcher, Faketime: ft, Speed: matrixSpeed, Expect: harness.DefaultExpect},
+		Parallel: parallel,
+		Progress: GinkgoWriter,
+	}
+	start := time.Now()
+	results := m.Run(ctx, cases, tools)
+	card := harness.Scorecard{Results: results, Speed: matrixSpeed, Wall: time.Since(start), Where: launcher.Name()}
+	Expect(card.WriteTable(GinkgoWriter)).To(Succeed())
+	AddReportEntry("matrix", fmt.Sprintf("%d pairs (%d scenarios x %d tools) in %s on %s",
+		len(results), len(cases), len(tools), time.Since(start).Round(time.Second), launcher.Name()))
+	out := map[pairKey]harness.Result{}
+	for _, r := range results {
+		out[pairKey{r.Scenario, r.Tool}] = r
+	}
+	return out
+}
+
+func assertPair(results map[pairKey]harness.Result, scenario, tool string, want harness.Verdict) {
+	r, ok := results[pairKey{scenario, tool}]
+	Expect(ok).To(BeTrue(), "the matrix has no result for this pair")
+	Expect(r.Err).NotTo(HaveOccurred())
+	Expect(r.Verdict).NotTo(BeEmpty())
+	if want != "" {
+		Expect(r.Verdict).To(Equal(want), "%s on %s: %s (claim %s after %s; probes %d; output %q)",
+			tool, scenario, r.Reason, r.Claim.Outcome, r.ClaimAfter(), r.Claim.Probes, r.Output)
+	}
+}
+
+var _ = Describe("scenario x tool matrix in-process", Ordered, ContinueOnFailure, Label("inprocess", "slow"), func() {
+	all, loadErr := scenarios.Catalogue()
+	var results map[pairKey]harness.Result
+	BeforeAll(func(ctx SpecContext) {
+		Expect(loadErr).NotTo(HaveOccurred())
+		results = runMatrix(ctx, all, harness.InProcess{Dir: GinkgoT().TempDir()}, 0)
+	}, NodeTimeout(10*time.Minute))
+
+	It("covers the founding incidents as they happened", func() {
+		// Incident 1: the 11-minute cold start; grep -q ok never matches the empty 200.
+		assertPair(results, "hicache-48-cold-start", "founding-loop-1", harness.MissedReady)
+		assertPair(results, "hicache-48-cold-start", "llmwait", harness.ReadyOK)
+		// hicache 300: llmwait's preflight refuses at once; the loop polls a dead server to the end.
+		assertPair(results, "hicache-300-host-oom", "llmwait", harness.FailedFast)
+		assertPair(results, "hicache-300-host-oom", "founding-loop-1", harness.FailedSlow)
+		r := results[pairKey{"hicache-300-host-oom", "founding-loop-1"}]
+		Expect(r.ClaimAfter()).To(BeNumerically(">=", 600*time.Second), "the loop must run all 120 probes")
+		// Incident 2: ready while the operator waited.
+		assertPair(results, "glm5-nvfp4-probe-64", "founding-loop-2", harness.MissedReady)
+	})
+
+	DescribeTable("verdict", func(scenario, tool string, want harness.Verdict) {
+		assertPair(results, scenario, tool, want)
+	}, matrixEntries(all, false))
+})
+
+var _ = Describe("scenario x tool matrix in containers", Ordered, ContinueOnFailure, Label("container"), func() {
+	all, loadErr := scenarios.Catalogue()
+	var results map[pairKey]harness.Result
+	BeforeAll(func(ctx SpecContext) {
+		Expect(loadErr).NotTo(HaveOccurred())
+		Expect(len(all)).To(BeNumerically(">=", 24), "the container matrix covers at least 24 scenarios")
+		Expect(len(matrixTools)).To(BeNumerically(">=", 8))
+		launcher := harness.Container{Image: imageTag(), Dir: GinkgoT().TempDir()}
+		results = runMatrix(ctx, all, launcher, 16)
+	}, NodeTimeout(10*time.Minute))
+
+	DescribeTable("verdict", func(scenario, tool string, want harness.Verdict) {
+		assertPair(results, scenario, tool, want)
+	}, matrixEntries(all, true))
+
+	It("ran every tool on every scenario", func() {
+		for _, s := range all {
+			for _, t := range matrixTools {
+				_, ok := results[pairKey{s.Name, t}]
+				Expect(ok).To(BeTrue(), "%s x %s did not run", s.Name, t)
+			}
+		}
+	})
+})

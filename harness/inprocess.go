@@ -1,0 +1,206 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/incident-replay/incident-replay/fakeserver"
+	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/scenarios"
+)
+
+// NewCase compiles a scenario into a runnable case.
+func NewCase(s *scenarios.Scenario, seed int64) (Case, error) {
+	comp, err := scenarios.Compile(s, seed)
+	if err != nil {
+		return Case{}, err
+	}
+	c := Case{Name: s.Name, Scenario: s, Compiled: comp, Timeline: comp.Timeline, Expect: s.Expect.Verdict}
+	p := Truth{Start: comp.Timeline.Start}
+	at := func(d *scenarios.Duration) time.Time {
+		if d == nil {
+			return time.Time{}
+		}
+		return p.Start.Add(d.D())
+	}
+	p.Bound, p.Ready, p.Dead = at(s.Expect.Bound), at(s.Expect.Ready), at(s.Expect.Dead)
+	if s.Expect.ExitCode != nil {
+		p.Exited, p.ExitCode = true, *s.Expect.ExitCode
+	}
+	c.Predicted = p
+	return c, nil
+}
+
+// InProcess runs each case's fake server inside this process (fakeserver.Start): no Docker,
+// one goroutine set and one loopback port per run.
+type InProcess struct {
+	// Dir holds each run's server log (tools may tail it); "" uses os.TempDir. Files are
+	// removed when the run's target is closed.
+	Dir string
+}
+
+// Name implements Launcher.
+func (InProcess) Name() string { return "inprocess" }
+
+// Published implements Launcher: the server binds the port itself.
+func (InProcess) Published() bool { return false }
+
+// Overhead implements Launcher: goroutine scheduling and faketime process start-up on a
+// busy 2-core machine.
+func (InProcess) Overhead() time.Duration { return 250 * time.Millisecond }
+
+// Launch implements Launcher.
+func (l InProcess) Launch(ctx context.Context, c Case, speed float64) (Target, error) {
+	if err := replay.CheckFactor(speed); err != nil {
+		return nil, err
+	}
+	clock := replay.Scaled(c.Timeline.Start, speed)
+	dir, err := os.MkdirTemp(l.Dir, "ir-"+c.Name+"-")
+	if err != nil {
+		return nil, fmt.Errorf("run directory: %w", err)
+	}
+	t := &inprocTarget{clock: clock, start: c.Timeline.Start, dir: dir, log: filepath.Join(dir, "server.log"), journal: &lockedBuffer{}}
+	cfg := fakeserver.Config{Timeline: c.Timeline}
+	if c.Compiled != nil {
+		cfg = ConfigFor(c.Compiled)
+	}
+	// The server binds only when its timeline says so, minutes in; until then its port is
+	// merely picked. Hand each live run a distinct port so two runs never pick the same one.
+	port, err := ports.take()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	t.port = port
+	cfg.Args.Host, cfg.Args.Port = "127.0.0.1", port
+	cfg.Clock = clock
+	cfg.LogFile = t.log
+	cfg.Journal = t.journal
+	srv, err := fakeserver.Start(context.WithoutCancel(ctx), cfg)
+	if err != nil {
+		ports.give(port)
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	t.srv = srv
+	return t, nil
+}
+
+// ConfigFor is the fake server configuration of a compiled scenario, pinned to loopback on a
+// port picked at start: runs go in parallel and must neither collide on the scenario's own
+// --port nor listen beyond this host.
+func ConfigFor(c *scenarios.Compiled) fakeserver.Config {
+	cfg := fakeserver.FromCompiled(c)
+	cfg.Args.Host, cfg.Args.Port = "127.0.0.1", 0
+	return cfg
+}
+
+type inprocTarget struct {
+	srv     *fakeserver.Server
+	port    int
+	clock   replay.Clock
+	start   time.Time
+	dir     string
+	log     string
+	journal *lockedBuffer
+}
+
+func (t *inprocTarget) Clock() replay.Clock   { return t.clock }
+func (t *inprocTarget) URL() string           { return t.srv.BaseURL() }
+func (t *inprocTarget) LogFile() string       { return t.log }
+func (t *inprocTarget) PID() int              { return 0 }
+func (t *inprocTarget) Exited() (int, bool)   { return t.srv.ExitCode() }
+func (t *inprocTarget) Done() <-chan struct{} { return t.srv.Done() }
+func (t *inprocTarget) Close(ctx context.Context) error {
+	err := t.srv.Stop(ctx)
+	ports.give(t.port)
+	if rerr := os.RemoveAll(t.dir); err == nil {
+		err = rerr
+	}
+	return err
+}
+
+func (t *inprocTarget) Journal() ([]fakeserver.Record, error) {
+	return fakeserver.ReadJournal(bytes.NewReader(t.journal.Bytes()))
+}
+
+// truthFromJournal turns the journal's offsets into scenario times from start and counts the
+// requests clients sent.
+func truthFromJournal(recs []fakeserver.Record, start time.Time) Truth {
+	g := fakeserver.GroundTruth(recs)
+	t := Truth{Start: start, Exited: g.Exited, ExitCode: g.ExitCode}
+	at := func(d time.Duration, ok bool) time.Time {
+		if !ok {
+			return time.Time{}
+		}
+		return start.Add(d)
+	}
+	t.Bound, t.Ready, t.Dead = at(g.Bound, g.BoundOK), at(g.Ready, g.ReadyOK), at(g.Dead, g.DeadOK)
+	for _, r := range g.Requests {
+		if r.Internal {
+			continue
+		}
+		t.Requests++
+		if r.Status == 200 && (r.Route == "/health" || r.Route == "/health_generate") {
+			t.HealthLatency = max(t.HealthLatency, r.Latency)
+		}
+	}
+	return t
+}
+
+// portSet hands out loopback ports that no live run of this process holds.
+type portSet struct {
+	mu   sync.Mutex
+	used map[int]bool
+}
+
+var ports = &portSet{used: map[int]bool{}}
+
+func (p *portSet) take() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for range 64 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("pick a loopback port: %w", err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !p.used[port] {
+			p.used[port] = true
+			return port, nil
+		}
+	}
+	return 0, errors.New("pick a loopback port: every candidate is held by a live run")
+}
+
+func (p *portSet) give(port int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.used, port)
+}
+
+// lockedBuffer is a journal writer the harness can read while the server writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Clone(l.b.Bytes())
+}

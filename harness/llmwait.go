@@ -1,0 +1,68 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/incident-replay/incident-replay/gpu"
+	"github.com/incident-replay/incident-replay/ready"
+)
+
+// llmwaitTool is our own tool, run as the library on the run's clock (so it is compressed
+// like everything else) and marked must-pass: it has to reach each scenario's expected verdict.
+func llmwaitTool() (Tool, bool) {
+	return Tool{Name: "llmwait", Description: "llmwait library: preflight, process + log watch, probe ladder",
+		Wait: LLMWait, Interval: time.Second, Budget: 30 * time.Minute, MustPass: true}, true
+}
+
+// LLMWait runs llmwait's preflight on the case's launch and host, then ready.Wait against
+// the server with its log and process.
+func LLMWait(ctx context.Context, env Env) error {
+	if len(env.Launch) > 0 {
+		fs := ready.Preflight(ctx, ready.PreflightInput{Argv: env.Launch, Host: env.Machine, Env: env.ServerEnv})
+		var msgs []string
+		for _, f := range fs {
+			if f.Severity == gpu.Error && !(env.Published && f.Check == ready.CheckPort) {
+				msgs = append(msgs, f.String())
+			}
+		}
+		if len(msgs) > 0 {
+			return errors.New("preflight: " + strings.Join(msgs, "; "))
+		}
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	log := ready.FollowFile(lctx, env.LogFile, 5*time.Millisecond)
+	defer log.Close()
+	_, err := ready.Wait(ctx, ready.Spec{
+		Endpoint: env.URL,
+		Clock:    env.Clock,
+		Log:      log,
+		Process:  procOf(env),
+		Generate: ready.GenerateAuto,
+	})
+	return err
+}
+
+// envProcess lets ready.Wait supervise a server through the harness's view of it.
+type envProcess struct{ env Env }
+
+func procOf(env Env) ready.Process {
+	if env.Done == nil || env.Exited == nil {
+		return nil
+	}
+	return envProcess{env}
+}
+
+func (p envProcess) PID() int              { return 0 }
+func (p envProcess) Done() <-chan struct{} { return p.env.Done }
+func (p envProcess) Status() ready.ExitStatus {
+	code, _ := p.env.Exited()
+	st := ready.ExitStatus{Code: code}
+	if code == 137 {
+		st.Signal = "killed"
+	}
+	return st
+}

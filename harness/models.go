@@ -1,0 +1,437 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/incident-replay/incident-replay/replay"
+)
+
+// These are readiness tools whose semantics are evaluated on the run's clock instead of being
+// run for real: the Kubernetes kubelet, Docker/compose health checks and testcontainers-go wait
+// strategies all have real-time internals (a hard-coded 1 s client timeout, a 100 ms poll) that
+// faketime cannot reach, and running them at S=1 would make the matrix take hours. Each model
+// follows the rules in readiness-tools.md §2.5, §2.6 and §2.8.
+
+// get issues one GET with a scenario-time timeout. Keep-alives are off so every probe dials,
+// as a probe process would; proxies are never used (the kubelet and Go ignore them on loopback).
+func get(ctx context.Context, clock replay.Clock, url string, timeout time.Duration, follow bool) (int, error) {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if timeout > 0 {
+		t := clock.AfterFunc(timeout, cancel)
+		defer t.Stop()
+	}
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	c := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	if !follow {
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		if rctx.Err() != nil && ctx.Err() == nil {
+			return 0, fmt.Errorf("no answer within %s", timeout)
+		}
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10)); err != nil && rctx.Err() != nil && ctx.Err() == nil {
+		return 0, fmt.Errorf("no answer within %s", timeout)
+	}
+	return resp.StatusCode, nil
+}
+
+// ---- Kubernetes ----
+
+// Probe is one kubelet httpGet probe. Zero fields take the Kubernetes defaults.
+type Probe struct {
+	Path             string
+	InitialDelay     time.Duration // initialDelaySeconds, default 0
+	Period           time.Duration // periodSeconds, default 10s
+	Timeout          time.Duration // timeoutSeconds, default 1s
+	SuccessThreshold int           // default 1
+	FailureThreshold int           // default 3
+}
+
+func (p Probe) withDefaults() Probe {
+	if p.Path == "" {
+		p.Path = "/health"
+	}
+	if p.Period == 0 {
+		p.Period = 10 * time.Second
+	}
+	if p.Timeout == 0 {
+		p.Timeout = time.Second
+	}
+	if p.SuccessThreshold == 0 {
+		p.SuccessThreshold = 1
+	}
+	if p.FailureThreshold == 0 {
+		p.FailureThreshold = 3
+	}
+	return p
+}
+
+// Pod is a container's probe set. The pod is Ready once the startup probe (if any) has
+// passed and the readiness probe (if any) has passed SuccessThreshold times in a row; with
+// no readiness probe the kubelet marks it Ready as soon as startup is done. A startup or
+// liveness probe that reaches FailureThreshold restarts the container, and the container
+// exiting ends it too: both are failures here (the replayed server cannot be restarted).
+type Pod struct {
+	Startup, Readiness, Liveness *Probe
+}
+
+type probeEvent struct {
+	kind string // startup, readiness, liveness
+	pass bool   // threshold of successes reached (startup/readiness) vs failures
+	msg  string
+}
+
+// runProbe runs p on its schedule and reports when a threshold is crossed. stopOnPass ends it
+// after the success threshold (startup); a liveness probe only ever reports failure.
+func runProbe(ctx context.Context, env Env, kind string, p Probe, out chan<- probeEvent) {
+	p = p.withDefaults()
+	if replay.SleepCtx(ctx, env.Clock, p.InitialDelay) != nil {
+		return
+	}
+	succ, fail := 0, 0
+	for {
+		next := env.Clock.Now().Add(p.Period)
+		code, err := get(ctx, env.Clock, env.URL+p.Path, p.Timeout, true)
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil && code >= 200 && code < 400 {
+			succ, fail = succ+1, 0
+		} else {
+			succ, fail = 0, fail+1
+		}
+		switch {
+		case kind != "liveness" && succ >= p.SuccessThreshold:
+			out <- probeEvent{kind: kind, pass: true}
+			return
+		case kind != "readiness" && fail >= p.FailureThreshold:
+			why := "status " + strconv.Itoa(code)
+			if err != nil {
+				why = err.Error()
+			}
+			out <- probeEvent{kind: kind, msg: fmt.Sprintf("%s probe failed %d times (last: %s); the kubelet restarts the container", kind, fail, why)}
+			return
+		}
+		if replay.SleepCtx(ctx, env.Clock, env.Clock.Until(next)) != nil {
+			return
+		}
+	}
+}
+
+// Wait models the pod becoming Ready.
+func (pod Pod) Wait(ctx context.Context, env Env) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	events := make(chan probeEvent, 4)
+	exited := exitWatch(ctx, env)
+	startedAfterStartup := func() {
+		if pod.Liveness != nil {
+			go runProbe(ctx, env, "liveness", *pod.Liveness, events)
+		}
+		if pod.Readiness != nil {
+			go runProbe(ctx, env, "readiness", *pod.Readiness, events)
+		}
+	}
+	if pod.Startup != nil {
+		go runProbe(ctx, env, "startup", *pod.Startup, events)
+	} else {
+		startedAfterStartup()
+		if pod.Readiness == nil {
+			return nil // no probes gate readiness: Ready as soon as the container runs
+		}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case code := <-exited:
+			return fmt.Errorf("container exited with code %d (CrashLoopBackOff)", code)
+		case ev := <-events:
+			switch {
+			case !ev.pass:
+				return errors.New(ev.msg)
+			case ev.kind == "startup":
+				startedAfterStartup()
+				if pod.Readiness == nil {
+					return nil
+				}
+			case ev.kind == "readiness":
+				return nil
+			}
+		}
+	}
+}
+
+// exitWatch polls env.Exited on the clock (the kubelet, Docker and testcontainers all see the
+// container's state) and delivers the exit code once.
+func exitWatch(ctx context.Context, env Env) <-chan int {
+	ch := make(chan int, 1)
+	if env.Exited == nil {
+		return ch
+	}
+	go func() {
+		for {
+			if code, ok := env.Exited(); ok {
+				ch <- code
+				return
+			}
+			if replay.SleepCtx(ctx, env.Clock, 500*time.Millisecond) != nil {
+				return
+			}
+		}
+	}()
+	return ch
+}
+
+// ---- Docker HEALTHCHECK / compose depends_on: service_healthy ----
+
+// Healthcheck models a compose healthcheck whose test is `curl -f URL || exit 1` (SGLang's
+// docker/compose.yaml) and a consumer that depends on it with condition: service_healthy.
+type Healthcheck struct {
+	Path          string
+	Interval      time.Duration // default 30s
+	Timeout       time.Duration // default 30s
+	Retries       int           // default 3
+	StartPeriod   time.Duration // default 0
+	StartInterval time.Duration // default 5s (used only during StartPeriod)
+	MaxTime       time.Duration // curl --max-time inside the test, 0 = none
+	WaitTimeout   time.Duration // `docker compose up --wait-timeout`, 0 = none
+}
+
+// Wait returns nil once the container is healthy and an error once compose gives up on it:
+// "dependency failed to start: container is unhealthy", the container exiting, or the
+// --wait-timeout.
+func (h Healthcheck) Wait(ctx context.Context, env Env) error {
+	if h.Path == "" {
+		h.Path = "/health"
+	}
+	if h.Interval == 0 {
+		h.Interval = 30 * time.Second
+	}
+	if h.Timeout == 0 {
+		h.Timeout = 30 * time.Second
+	}
+	if h.Retries == 0 {
+		h.Retries = 3
+	}
+	if h.StartInterval == 0 {
+		h.StartInterval = 5 * time.Second
+	}
+	start := env.Clock.Now()
+	if h.WaitTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		t := env.Clock.AfterFunc(h.WaitTimeout, cancel)
+		defer t.Stop()
+	}
+	exited := exitWatch(ctx, env)
+	fails := 0
+	for {
+		inStart := env.Clock.Since(start) < h.StartPeriod
+		gap := h.Interval
+		if inStart {
+			gap = h.StartInterval
+		}
+		select {
+		case code := <-exited:
+			return fmt.Errorf("dependency failed to start: container exited (%d)", code)
+		case <-env.Clock.After(gap): // Docker waits one interval before the first check
+		case <-ctx.Done():
+			if h.WaitTimeout > 0 && env.Clock.Since(start) >= h.WaitTimeout {
+				return fmt.Errorf("compose --wait-timeout %s reached before the container was healthy", h.WaitTimeout)
+			}
+			return ctx.Err()
+		}
+		timeout := h.Timeout
+		if h.MaxTime > 0 && h.MaxTime < timeout {
+			timeout = h.MaxTime
+		}
+		code, err := get(ctx, env.Clock, env.URL+h.Path, timeout, false)
+		if ctx.Err() != nil {
+			continue // the select above reports why
+		}
+		if err == nil && code < 400 { // curl -f: only >= 400 fails, 3xx is not followed
+			return nil
+		}
+		if env.Clock.Since(start) < h.StartPeriod {
+			continue // failures during start_period do not count
+		}
+		if fails++; fails >= h.Retries {
+			return fmt.Errorf("dependency failed to start: container is unhealthy (%d failed checks)", fails)
+		}
+	}
+}
+
+// ---- testcontainers-go wait strategies (v0.45.0 semantics) ----
+
+// TCStrategy is a testcontainers-go wait strategy evaluated on the run's clock.
+type TCStrategy interface {
+	wait(ctx context.Context, env Env, deadline time.Time) error
+}
+
+const (
+	tcPoll          = 100 * time.Millisecond
+	tcClientTimeout = time.Second // hard-coded in HTTPStrategy, not configurable
+	tcDefaultWait   = 60 * time.Second
+)
+
+// tcCheckTarget is testcontainers' checkTarget: a dead container fails the strategy at once.
+func tcCheckTarget(env Env) error {
+	if env.Exited == nil {
+		return nil
+	}
+	if code, ok := env.Exited(); ok {
+		return fmt.Errorf("container exited with code %d", code)
+	}
+	return nil
+}
+
+// TCHTTP is wait.ForHTTP(path): GET every 100 ms with a 1 s client timeout until Status(code).
+type TCHTTP struct {
+	Path           string
+	Status         func(int) bool // default: == 200
+	StartupTimeout time.Duration  // default 60s
+}
+
+func (s TCHTTP) wait(ctx context.Context, env Env, deadline time.Time) error {
+	ok := s.Status
+	if ok == nil {
+		ok = func(c int) bool { return c == http.StatusOK }
+	}
+	deadline = tcDeadline(env, deadline, s.StartupTimeout)
+	var last string
+	for {
+		if err := tcCheckTarget(env); err != nil {
+			return err
+		}
+		code, err := get(ctx, env.Clock, env.URL+s.Path, tcClientTimeout, true)
+		if err == nil && ok(code) {
+			return nil
+		}
+		last = "status " + strconv.Itoa(code)
+		if err != nil {
+			last = err.Error()
+		}
+		if err := tcSleep(ctx, env, deadline); err != nil {
+			return fmt.Errorf("ForHTTP(%s): %w (last: %s)", s.Path, err, last)
+		}
+	}
+}
+
+// TCPort is wait.ForListeningPort(p).SkipInternalCheck(): dial until it connects; only
+// ECONNREFUSED and timeouts are retried.
+type TCPort struct{ StartupTimeout time.Duration }
+
+func (s TCPort) wait(ctx context.Context, env Env, deadline time.Time) error {
+	deadline = tcDeadline(env, deadline, s.StartupTimeout)
+	addr := net.JoinHostPort(env.Host, strconv.Itoa(env.Port))
+	for {
+		if err := tcCheckTarget(env); err != nil {
+			return err
+		}
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		var ne net.Error
+		if !errors.Is(err, syscall.ECONNREFUSED) && !(errors.As(err, &ne) && ne.Timeout()) && ctx.Err() == nil {
+			return fmt.Errorf("ForListeningPort: %w", err)
+		}
+		if err := tcSleep(ctx, env, deadline); err != nil {
+			return fmt.Errorf("ForListeningPort(%d): %w", env.Port, err)
+		}
+	}
+}
+
+// TCLog is wait.ForLog(pattern).AsRegexp().WithOccurrence(n), optionally with a Submatch that
+// returns wait.NewPermanentError for lines matching Fatal. Like v0.45.0 it re-reads the whole
+// log on every poll and does not stop on a dead container while the log is readable.
+type TCLog struct {
+	Pattern        *regexp.Regexp
+	Fatal          *regexp.Regexp // nil: no Submatch
+	Occurrence     int            // default 1
+	StartupTimeout time.Duration
+}
+
+func (s TCLog) wait(ctx context.Context, env Env, deadline time.Time) error {
+	deadline = tcDeadline(env, deadline, s.StartupTimeout)
+	want := max(s.Occurrence, 1)
+	for {
+		b, err := os.ReadFile(env.LogFile)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("ForLog: %w", err)
+		}
+		ms := s.Pattern.FindAll(b, -1)
+		for _, m := range ms {
+			if s.Fatal != nil && s.Fatal.Match(m) {
+				return fmt.Errorf("ForLog: permanent error: fatal line %q", m)
+			}
+		}
+		if len(ms) >= want {
+			return nil
+		}
+		if err := tcSleep(ctx, env, deadline); err != nil {
+			return fmt.Errorf("ForLog(%s): %w", s.Pattern, err)
+		}
+	}
+}
+
+// TCAll is wait.ForAll(s...).WithDeadline(d): the strategies run one after another.
+type TCAll struct {
+	Strategies []TCStrategy
+	Deadline   time.Duration // default 60s (WithWaitStrategy's deadline)
+}
+
+func (s TCAll) wait(ctx context.Context, env Env, deadline time.Time) error {
+	deadline = tcDeadline(env, deadline, s.Deadline)
+	for _, st := range s.Strategies {
+		if err := st.wait(ctx, env, deadline); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TCWait turns a strategy into a tool's wait function.
+func TCWait(s TCStrategy) WaitFunc {
+	return func(ctx context.Context, env Env) error { return s.wait(ctx, env, time.Time{}) }
+}
+
+func tcDeadline(env Env, outer time.Time, own time.Duration) time.Time {
+	if own == 0 {
+		own = tcDefaultWait
+	}
+	d := env.Clock.Now().Add(own)
+	if !outer.IsZero() && outer.Before(d) {
+		return outer
+	}
+	return d
+}
+
+func tcSleep(ctx context.Context, env Env, deadline time.Time) error {
+	if !env.Clock.Now().Add(tcPoll).Before(deadline) {
+		return errGaveUp
+	}
+	return replay.SleepCtx(ctx, env.Clock, tcPoll)
+}

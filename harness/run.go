@@ -1,0 +1,227 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/incident-replay/incident-replay/fakeserver"
+	"github.com/incident-replay/incident-replay/replay"
+)
+
+// Result is one (scenario, tool) run, scored.
+type Result struct {
+	Scenario string
+	Tool     string
+	Speed    float64 // the S the pair ran at (1 for unscaled tools)
+	Unscaled bool
+	Verdict  Verdict
+	Expect   Verdict // "" when nothing is expected of this tool here
+	MustPass bool
+	Reason   string
+	Claim    Claim
+	Truth    Truth
+	Limit    time.Duration // the harness limit (scenario time)
+	Wall     time.Duration
+	Output   string // the tool's last output lines (shell tools)
+	// Journal is the server's ground-truth record of the run (for pictures and reports).
+	Journal []fakeserver.Record
+	Err     error // the harness could not run the pair; Verdict is empty
+}
+
+// Pass reports whether the run met its expectation (true when there is none).
+func (r Result) Pass() bool {
+	return r.Err == nil && (r.Expect == "" || r.Verdict == r.Expect)
+}
+
+// ClaimAfter is the claim time as an offset from launch.
+func (r Result) ClaimAfter() time.Duration {
+	if r.Claim.At.IsZero() {
+		return 0
+	}
+	return r.Claim.At.Sub(r.Truth.Start)
+}
+
+// Limit is the harness limit for a pair: past everything the scenario scripts and past the
+// tool's own budget, so only a tool that would never return is scored hung.
+func Limit(c Case, t Tool) time.Duration {
+	budget := t.Budget
+	if t.Wait == nil {
+		// Under faketime every process a shell tool spawns costs S times its real start-up
+		// time in scenario time: measured ~0.25 s per process at S=60 on an idle machine and
+		// ~2 s at load average 20 on 2 cores, so a count-bound loop (120 x sleep 5) stretches.
+		// The limit allows half again its budget; a shell tool still starting processes at
+		// the limit is given more (see MaxExtension), one blocked in a call is not.
+		budget += budget / 2
+	}
+	base := max(c.Horizon(), budget)
+	return base + max(2*time.Minute, base/5)
+}
+
+// Runner runs single pairs.
+type Runner struct {
+	Launcher Launcher
+	Faketime Faketime
+	// Speed is S: scenario seconds per wall second. Unscaled tools run at 1.
+	Speed float64
+	// Expect decides what a tool must conclude on a case; nil: the case's verdict for
+	// must-pass tools, nothing for the rest.
+	Expect func(c Case, t Tool) (Verdict, bool)
+}
+
+// Run launches c's server, runs t against it until t returns or the harness limit, stops the
+// server and scores the claim against the journal.
+func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
+	res = Result{Scenario: c.Name, Tool: t.Name, Speed: r.Speed, Unscaled: t.Unscaled, MustPass: t.MustPass, Limit: Limit(c, t)}
+	if t.Unscaled {
+		res.Speed = 1
+	}
+	if r.Expect != nil {
+		if v, ok := r.Expect(c, t); ok {
+			res.Expect = v
+		}
+	} else if t.MustPass {
+		res.Expect = c.Expect
+	}
+	if err := replay.CheckFactor(res.Speed); err != nil {
+		res.Err = err
+		return res
+	}
+	start := time.Now()
+	defer func() { res.Wall = time.Since(start) }()
+
+	tgt, err := r.Launcher.Launch(ctx, c, res.Speed)
+	if err != nil {
+		res.Err = fmt.Errorf("launch %s (%s): %w", c.Name, r.Launcher.Name(), err)
+		return res
+	}
+	clock := tgt.Clock()
+	out := &tailBuffer{max: 2048}
+	claim, err := runTool(ctx, c, t, clock, tgt, r.Launcher.Published(), res.Limit, r.Faketime, out)
+	res.Output = out.String()
+	journal, terr := tgt.Journal()
+	// Close with a fresh context: an interrupted run must still remove its server.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	cerr := tgt.Close(cctx)
+	cancel()
+	if err != nil {
+		res.Err = fmt.Errorf("run %s on %s: %w", t.Name, c.Name, err)
+		return res
+	}
+	if terr != nil {
+		res.Err = fmt.Errorf("read the journal of %s: %w", c.Name, terr)
+		return res
+	}
+	if cerr != nil {
+		res.Err = fmt.Errorf("stop %s: %w", c.Name, cerr)
+		return res
+	}
+	res.Claim = claim
+	res.Journal = journal
+	res.Truth = complete(truthFromJournal(journal, c.Timeline.Start), c.Predicted, claim.At)
+	res.Claim.Probes = res.Truth.Requests
+	res.Verdict, res.Reason = Classify(res.Truth, claim, PolicyFor(t.Interval, max(c.HealthLatency(), res.Truth.HealthLatency), res.Speed, r.Launcher.Overhead()))
+	return res
+}
+
+// complete fills events the run ended before (the tool returned early) from the scenario's
+// stated truth; events at or before the end come from the journal alone.
+func complete(j, predicted Truth, end time.Time) Truth {
+	fill := func(got *time.Time, want time.Time) {
+		if got.IsZero() && !want.IsZero() && want.After(end) {
+			*got = want
+			j.Predicted = true
+		}
+	}
+	fill(&j.Bound, predicted.Bound)
+	fill(&j.Ready, predicted.Ready)
+	fill(&j.Dead, predicted.Dead)
+	if j.Predicted && !j.Exited && predicted.Exited && predicted.Dead.After(end) {
+		j.Exited, j.ExitCode = true, predicted.ExitCode
+	}
+	return j
+}
+
+// runTool runs a shell or Go tool against tgt until it claims, gives up, or hits limit.
+func runTool(ctx context.Context, c Case, t Tool, clock replay.Clock, tgt Target, published bool, limit time.Duration, ft Faketime, out io.Writer) (Claim, error) {
+	if t.Wait == nil {
+		return shellRun{tool: t, clock: clock, target: tgt, limit: limit, faketime: ft, env: toolEnv(), output: out}.run(ctx)
+	}
+	host, port, err := splitURL(tgt.URL())
+	if err != nil {
+		return Claim{}, err
+	}
+	lctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errLimit := errors.New("harness limit")
+	timer := clock.AfterFunc(limit, func() { cancel(errLimit) })
+	defer timer.Stop()
+	env := Env{Clock: clock, URL: tgt.URL(), Host: host, Port: port, LogFile: tgt.LogFile(), Exited: tgt.Exited, Done: tgt.Done(), Published: published}
+	if c.Scenario != nil {
+		env.Launch = launchArgv(c.Scenario.Launch.Argv(), port)
+	}
+	if c.Compiled != nil {
+		h := c.Compiled.Host
+		env.Machine = &h
+		for k, v := range c.Compiled.Env {
+			env.ServerEnv = append(env.ServerEnv, k+"="+v)
+		}
+		sort.Strings(env.ServerEnv)
+	}
+	werr := t.Wait(lctx, env)
+	at := clock.Now()
+	switch {
+	case ctx.Err() != nil:
+		return Claim{}, ctx.Err()
+	case context.Cause(lctx) == errLimit:
+		return Claim{Outcome: NoClaim, At: at}, nil
+	case werr != nil:
+		fmt.Fprintln(out, werr)
+		return Claim{Outcome: ClaimFailed, At: at, Detail: werr.Error()}, nil
+	}
+	return Claim{Outcome: ClaimReady, At: at, Detail: "ready"}, nil
+}
+
+// launchArgv is the command the scenario's server was launched with, moved to the run's port
+// so a preflight bind test looks at the port the run really uses.
+func launchArgv(flags []string, port int) []string {
+	argv := []string{"python3", "-m", "sglang.launch_server"}
+	for i := 0; i < len(flags); i++ {
+		f := flags[i]
+		switch {
+		case f == "--port" && i+1 < len(flags):
+			i++
+			continue
+		case strings.HasPrefix(f, "--port="):
+			continue
+		}
+		argv = append(argv, f)
+	}
+	return append(argv, "--port", strconv.Itoa(port))
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 2*t.max {
+		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	if len(t.b) > t.max {
+		return string(t.b[len(t.b)-t.max:])
+	}
+	return string(t.b)
+}

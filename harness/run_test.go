@@ -1,0 +1,167 @@
+package harness
+
+import (
+	"context"
+	"os/exec"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/incident-replay/incident-replay/fakeserver"
+	"github.com/incident-replay/incident-replay/sglang"
+)
+
+var epoch = time.Date(2026, 2, 24, 11, 18, 0, 0, time.UTC)
+
+// happyCase binds at 20 s and becomes ready after SGLang's live warmup (~21 s).
+func happyCase() Case {
+	tl := fakeserver.HappyPath(epoch, sglang.ProfileFor(sglang.EraC), 20*time.Second, 0, 0)
+	return Case{Name: "happy", Timeline: tl, Expect: ReadyOK,
+		Predicted: Truth{Start: epoch, Bound: epoch.Add(20 * time.Second), Ready: epoch.Add(21300 * time.Millisecond)}}
+}
+
+// crashCase dies with exit 1 at 15 s, before binding at 60 s.
+func crashCase() Case {
+	tl := fakeserver.HappyPath(epoch, sglang.ProfileFor(sglang.EraC), 60*time.Second, 15*time.Second, 1)
+	return Case{Name: "crash", Timeline: tl.UntilExit(), Expect: FailedFast,
+		Predicted: Truth{Start: epoch, Dead: epoch.Add(15 * time.Second), Exited: true, ExitCode: 1}}
+}
+
+func builtin(t *testing.T, name string) Tool {
+	t.Helper()
+	ts, err := SelectTools(Builtins(), []string{name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts[0]
+}
+
+func needShell(t *testing.T, speed float64, bins ...string) Faketime {
+	t.Helper()
+	for _, b := range append(bins, "bash", "curl") {
+		if _, err := exec.LookPath(b); err != nil {
+			t.Skipf("%s not installed", b)
+		}
+	}
+	if speed == 1 {
+		return Faketime{}
+	}
+	ft, err := FindFaketime()
+	if err != nil {
+		t.Skip(err)
+	}
+	return ft
+}
+
+// TestRunInProcess runs real tools against the in-process fake and checks their verdicts: the
+// claim rules, the kill at the harness limit and the stand-in PID all take part.
+func TestRunInProcess(t *testing.T) {
+	cases := []struct {
+		tool  string
+		c     Case
+		speed float64
+		want  Verdict
+	}{
+		{"curl-strict", happyCase(), 60, ReadyOK},
+		{"curl-retry", happyCase(), 60, MissedReady}, // connection refused is fatal without --retry-connrefused
+		{"curl-any", crashCase(), 120, Hung},         // loops forever on a dead port
+		{"curl-strict", crashCase(), 300, FailedSlow},
+		{"sglang-popen", crashCase(), 60, FailedFast}, // watches the (stand-in) PID
+		{"tc-port", happyCase(), 60, FalseReady},
+		{"k8s-sglang", happyCase(), 60, FalseReady}, // no readiness probe: Ready at once
+		{"compose-sglang", happyCase(), 60, ReadyOK},
+		{"tc-log", crashCase(), 60, FailedSlow}, // no fatal line printed, the dead process is not seen by ForLog
+		{"tc-http", crashCase(), 60, FailedFast},
+		{"llmwait", happyCase(), 60, ReadyOK},
+		{"llmwait", crashCase(), 60, FailedFast},
+	}
+	for _, c := range cases {
+		t.Run(c.tool+"/"+c.c.Name, func(t *testing.T) {
+			t.Parallel()
+			tool := builtin(t, c.tool)
+			var ft Faketime
+			if tool.Wait == nil {
+				ft = needShell(t, c.speed, "python3")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			r := Runner{Launcher: InProcess{Dir: t.TempDir()}, Faketime: ft, Speed: c.speed}.Run(ctx, c.c, tool)
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			if r.Verdict != c.want {
+				t.Fatalf("verdict %s (%s), want %s; claim %+v; output:\n%s", r.Verdict, r.Reason, c.want, r.Claim, r.Output)
+			}
+		})
+	}
+}
+
+// TestShellClaimRules checks the three claim contracts with scripts that need no server.
+func TestShellClaimRules(t *testing.T) {
+	ready := regexp.MustCompile(`^READY`)
+	cases := []struct {
+		name    string
+		cmd     string
+		rule    ClaimRule
+		outcome Outcome
+	}{
+		{"exit 0", "exit 0", ByExit, ClaimReady},
+		{"exit 1", "exit 1", ByExit, ClaimFailed},
+		{"line then exit 0", "echo READY now", ByLine, ClaimReady},
+		{"no line, exit 0 (the founding loops)", "echo Waiting", ByLine, ClaimFailed},
+		{"line but exit 1", "echo READY; exit 1", ByBoth, ClaimFailed},
+		{"line and exit 0", "echo READY", ByBoth, ClaimReady},
+		{"never returns", "sleep 600", ByExit, NoClaim},
+		{"background child holds the pipe", "sleep 600 & echo READY", ByLine, ClaimReady},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			needShell(t, 1)
+			tl := fakeserver.HappyPath(epoch, sglang.ProfileFor(sglang.EraC), time.Hour, 0, 0)
+			tgt, err := InProcess{Dir: t.TempDir()}.Launch(context.Background(), Case{Name: "idle", Timeline: tl}, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock := tgt.Clock()
+			defer tgt.Close(context.Background())
+			tool := Tool{Name: "t", Command: c.cmd, Claim: c.rule, ReadyLine: ready}
+			start := time.Now()
+			claim, err := shellRun{tool: tool, clock: clock, target: tgt, limit: 300 * time.Millisecond, env: toolEnv()}.run(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if claim.Outcome != c.outcome {
+				t.Fatalf("outcome %s, want %s (%+v)", claim.Outcome, c.outcome, claim)
+			}
+			if time.Since(start) > 5*time.Second {
+				t.Fatalf("took %s: the process group was not killed", time.Since(start))
+			}
+		})
+	}
+}
+
+func TestLimitCoversBudgetAndHorizon(t *testing.T) {
+	c := crashCase() // horizon 15 s
+	if got := Limit(c, Tool{Wait: func(context.Context, Env) error { return nil }}); got != 15*time.Second+2*time.Minute {
+		t.Fatalf("Go tool without budget: limit %s", got)
+	}
+	shell := Tool{Command: "true", Budget: 600 * time.Second}
+	if got := Limit(c, shell); got < 900*time.Second {
+		t.Fatalf("shell tool with a 600 s budget gets %s; faketime overhead needs >= 1.5x", got)
+	}
+}
+
+func TestCompleteUsesPredictionOnlyAfterTheEnd(t *testing.T) {
+	pred := Truth{Start: epoch, Bound: epoch.Add(20 * time.Second), Ready: epoch.Add(30 * time.Second), Dead: epoch.Add(90 * time.Second), Exited: true, ExitCode: 137}
+	// The tool gave up at 25 s: bound comes from the journal, ready and dead are predicted.
+	got := complete(Truth{Bound: epoch.Add(21 * time.Second)}, pred, epoch.Add(25*time.Second))
+	if !got.Bound.Equal(epoch.Add(21*time.Second)) || !got.Ready.Equal(pred.Ready) || !got.Dead.Equal(pred.Dead) || !got.Predicted || got.ExitCode != 137 {
+		t.Fatalf("complete = %+v", got)
+	}
+	// The tool ran past 30 s and the journal has no ready: the server did not become ready.
+	got = complete(Truth{}, pred, epoch.Add(40*time.Second))
+	if !got.Ready.IsZero() {
+		t.Fatalf("a prediction that the journal contradicts was used: %+v", got)
+	}
+}

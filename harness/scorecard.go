@@ -1,0 +1,274 @@
+package harness
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Scorecard is a finished matrix.
+type Scorecard struct {
+	Results []Result
+	Speed   float64
+	Wall    time.Duration
+	Where   string // launcher name
+	Tools   []Tool // for the Markdown tool list; optional
+}
+
+func (s Scorecard) axes() (scen, tools []string) {
+	for _, r := range s.Results {
+		if !slices.Contains(scen, r.Scenario) {
+			scen = append(scen, r.Scenario)
+		}
+		if !slices.Contains(tools, r.Tool) {
+			tools = append(tools, r.Tool)
+		}
+	}
+	return scen, tools
+}
+
+func (s Scorecard) cell(scen, tool string) (Result, bool) {
+	for _, r := range s.Results {
+		if r.Scenario == scen && r.Tool == tool {
+			return r, true
+		}
+	}
+	return Result{}, false
+}
+
+// MustPassFailures lists the runs of must-pass tools that missed their expectation.
+func (s Scorecard) MustPassFailures() []Result {
+	var out []Result
+	for _, r := range s.Results {
+		if r.MustPass && !r.Pass() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Mismatches lists every run that missed an expectation or could not run.
+func (s Scorecard) Mismatches() []Result {
+	var out []Result
+	for _, r := range s.Results {
+		if !r.Pass() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+var shortVerdict = map[Verdict]string{
+	ReadyOK: "ok", ReadyLate: "late", FalseReady: "FALSE", MissedReady: "MISSED",
+	FailedFast: "fail-fast", FailedSlow: "fail-slow", Hung: "HUNG",
+}
+
+// cellText is a verdict and its claim time; "!" marks a missed expectation, "~" a pair run
+// unscaled (S=1).
+func cellText(r Result) string {
+	if r.Err != nil {
+		return "ERROR"
+	}
+	t := shortVerdict[r.Verdict]
+	if t == "" {
+		t = string(r.Verdict)
+	}
+	t += " " + fmtDur(r.ClaimAfter())
+	if r.Unscaled {
+		t += "~"
+	}
+	if !r.Pass() {
+		t = "!" + t
+	}
+	return t
+}
+
+// WriteTable prints the scenario x tool grid, the legend and the missed expectations.
+func (s Scorecard) WriteTable(w io.Writer) error {
+	scen, tools := s.axes()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "scenario\texpect")
+	for _, t := range tools {
+		fmt.Fprint(tw, "\t"+t)
+	}
+	fmt.Fprintln(tw)
+	for _, sc := range scen {
+		exp := ""
+		for _, t := range tools {
+			if r, ok := s.cell(sc, t); ok && r.MustPass {
+				exp = string(r.Expect)
+			}
+		}
+		fmt.Fprint(tw, sc+"\t"+exp)
+		for _, t := range tools {
+			r, ok := s.cell(sc, t)
+			txt := "-"
+			if ok {
+				txt = cellText(r)
+			}
+			fmt.Fprint(tw, "\t"+txt)
+		}
+		fmt.Fprintln(tw)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%d runs, %s, speed %gx, wall %.1fs. Cells: verdict and claim time (scenario time); ! missed expectation; ~ ran unscaled (S=1).\n",
+		len(s.Results), s.Where, s.Speed, s.Wall.Seconds())
+	if mm := s.Mismatches(); len(mm) > 0 {
+		fmt.Fprintf(w, "\nExpected vs got (%d):\n", len(mm))
+		for _, r := range mm {
+			fmt.Fprintf(w, "  %s x %s: %s\n", r.Scenario, r.Tool, mismatchText(r))
+		}
+	}
+	return nil
+}
+
+func mismatchText(r Result) string {
+	if r.Err != nil {
+		return "error: " + r.Err.Error()
+	}
+	return fmt.Sprintf("expected %s, got %s (%s)", r.Expect, r.Verdict, r.Reason)
+}
+
+// WriteMarkdown writes the scorecard as a Markdown document.
+func (s Scorecard) WriteMarkdown(w io.Writer) error {
+	scen, tools := s.axes()
+	var b strings.Builder
+	fmt.Fprintf(&b, "# incident-replay scorecard\n\n%d runs (%d scenarios x %d tools), %s, speed %gx, wall %.1fs.\n\n",
+		len(s.Results), len(scen), len(tools), s.Where, s.Speed, s.Wall.Seconds())
+	b.WriteString("Cells: verdict and claim time (scenario time). **!** missed expectation; ~ ran unscaled (S=1).\n\n")
+	b.WriteString("| scenario | expect | " + strings.Join(tools, " | ") + " |\n|---|---|" + strings.Repeat("---|", len(tools)) + "\n")
+	for _, sc := range scen {
+		exp := ""
+		for _, t := range tools {
+			if r, ok := s.cell(sc, t); ok && r.MustPass {
+				exp = string(r.Expect)
+			}
+		}
+		b.WriteString("| " + sc + " | " + exp + " |")
+		for _, t := range tools {
+			r, ok := s.cell(sc, t)
+			txt := "-"
+			if ok {
+				txt = cellText(r)
+				if !r.Pass() {
+					txt = "**" + txt + "**"
+				}
+			}
+			b.WriteString(" " + txt + " |")
+		}
+		b.WriteString("\n")
+	}
+	if mm := s.Mismatches(); len(mm) > 0 {
+		b.WriteString("\n## Expected vs got\n\n")
+		for _, r := range mm {
+			fmt.Fprintf(&b, "- `%s` x `%s`: %s\n", r.Scenario, r.Tool, mismatchText(r))
+		}
+	}
+	if len(s.Tools) > 0 {
+		b.WriteString("\n## Tools\n\n| tool | kind | time | must pass | what |\n|---|---|---|---|---|\n")
+		for _, t := range s.Tools {
+			scale := "compressed"
+			if t.Unscaled {
+				scale = "unscaled (S=1)"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %v | %s |\n", t.Name, t.Kind(), scale, t.MustPass, strings.ReplaceAll(t.Description, "|", "\\|"))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     float64      `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Time     float64     `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      float64       `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Body    string `xml:",chardata"`
+}
+
+// WriteJUnit writes one test suite per tool and one test case per scenario; a missed
+// expectation is a failure, a pair that could not run an error.
+func (s Scorecard) WriteJUnit(w io.Writer) error {
+	_, tools := s.axes()
+	out := junitSuites{Time: s.Wall.Seconds()}
+	for _, t := range tools {
+		suite := junitSuite{Name: "incident-replay/" + t}
+		for _, r := range s.Results {
+			if r.Tool != t {
+				continue
+			}
+			c := junitCase{Name: r.Scenario, Classname: t, Time: r.Wall.Seconds(),
+				SystemOut: fmt.Sprintf("verdict %s at %s: %s\n%s", r.Verdict, fmtDur(r.ClaimAfter()), r.Reason, r.Output)}
+			switch {
+			case r.Err != nil:
+				c.Error = &junitMessage{Message: r.Err.Error(), Type: "error"}
+				suite.Errors++
+			case !r.Pass():
+				c.Failure = &junitMessage{Message: mismatchText(r), Type: "verdict", Body: r.Reason}
+				suite.Failures++
+			}
+			suite.Tests++
+			suite.Time += r.Wall.Seconds()
+			suite.Cases = append(suite.Cases, c)
+		}
+		out.Tests += suite.Tests
+		out.Failures += suite.Failures
+		out.Errors += suite.Errors
+		out.Suites = append(out.Suites, suite)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// WriteFile writes one of the formats to path.
+func WriteFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
+}

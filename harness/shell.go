@@ -1,0 +1,353 @@
+package harness
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/incident-replay/incident-replay/replay"
+)
+
+// Faketime is how shell tools are put on the run's clock: `faketime -f '<offset> x<S>'` with
+// the offset that makes their wall clock read scenario time (the log timestamps' epoch).
+// libfaketime shares its start time with child processes (FAKETIME_SHARED), so sleep, curl
+// and date in one loop agree. Measured cost: a spawned process takes ~4 ms of real time, so
+// ~0.25 s of fake time at S=60; DefaultGrace covers it.
+type Faketime struct {
+	Path string // the faketime binary; "" disables compression (only S=1 runs are allowed)
+}
+
+// FindFaketime looks faketime up on PATH.
+func FindFaketime() (Faketime, error) {
+	p, err := exec.LookPath("faketime")
+	if err != nil {
+		return Faketime{}, fmt.Errorf("faketime not found on PATH: install the Debian package `faketime` (apt-get install faketime) or run with --speed 1")
+	}
+	return Faketime{Path: p}, nil
+}
+
+// wrap returns argv that runs bash -c script with its time set to clock.
+func (f Faketime) wrap(clock replay.Clock, bash, script string) ([]string, error) {
+	speed := replay.Factor(clock)
+	if f.Path == "" {
+		if speed != 1 {
+			return nil, fmt.Errorf("shell tools at speed %g need faketime: install the Debian package `faketime` or run with --speed 1", speed)
+		}
+		return []string{bash, "-c", script}, nil
+	}
+	if speed <= 0 {
+		return nil, fmt.Errorf("shell tools need a clock that follows wall time (got a manual clock)")
+	}
+	offset := clock.Now().Sub(time.Now()).Seconds()
+	spec := fmt.Sprintf("%+.3f x%g", offset, speed)
+	return []string{f.Path, "-f", spec, bash, "-c", script}, nil
+}
+
+// shellRun is one shell tool invocation.
+type shellRun struct {
+	tool     Tool
+	clock    replay.Clock
+	target   Target
+	limit    time.Duration // scenario time
+	faketime Faketime
+	env      []string
+	output   io.Writer // the tool's combined output, for the report; may be nil
+}
+
+// proxyVars are dropped from a tool's environment: curl and Python route loopback through a
+// proxy (readiness-tools.md P11), which would make verdicts depend on the operator's shell.
+var proxyVars = []string{"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"}
+
+// toolEnv is the environment shell tools run with: the harness's own minus proxy variables,
+// with the real Python interpreter first on PATH (pyenv shims cost ~1 s of fake time each).
+func toolEnv(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		drop := k == "PATH"
+		for _, p := range proxyVars {
+			drop = drop || k == p
+		}
+		if !drop {
+			env = append(env, kv)
+		}
+	}
+	path := os.Getenv("PATH")
+	if py := realPython(); py != "" {
+		path = filepath.Dir(py) + string(os.PathListSeparator) + path
+	}
+	return append(append(env, "PATH="+path), extra...)
+}
+
+var (
+	pythonOnce sync.Once
+	pythonPath string
+)
+
+// realPython resolves python3 through any pyenv-style shim once.
+func realPython() string {
+	pythonOnce.Do(func() {
+		p, err := exec.LookPath("python3")
+		if err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, p, "-c", "import sys; print(sys.executable)").Output()
+		if err == nil && strings.TrimSpace(string(out)) != "" {
+			pythonPath = strings.TrimSpace(string(out))
+		}
+	})
+	return pythonPath
+}
+
+// run executes the tool and returns its claim. It kills the tool's whole process group when
+// the tool returns, at the harness limit, and when ctx ends.
+func (r shellRun) run(ctx context.Context) (Claim, error) {
+	host, port, err := splitURL(r.target.URL())
+	if err != nil {
+		return Claim{}, err
+	}
+	pid := r.target.PID()
+	if pid == 0 && r.tool.usesPID() {
+		stop, spid, err := standIn(r.target)
+		if err != nil {
+			return Claim{}, err
+		}
+		defer stop()
+		pid = spid
+	}
+	script, err := r.tool.render(TemplateData{
+		URL: r.target.URL(), Host: host, Port: port, LogFile: r.target.LogFile(), PID: pid,
+		Timeout: int(r.limit / time.Second),
+	})
+	if err != nil {
+		return Claim{}, err
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		return Claim{}, fmt.Errorf("bash not found on PATH: shell tools need it")
+	}
+	argv, err := r.faketime.wrap(r.clock, bash, script)
+	if err != nil {
+		return Claim{}, err
+	}
+
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return Claim{}, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = r.env
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return Claim{}, fmt.Errorf("tool %s: start: %w", r.tool.Name, err)
+	}
+	pw.Close()
+	pgid := cmd.Process.Pid
+	killGroup := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+
+	// Lines are stamped on the run's clock as they arrive.
+	type line struct {
+		text string
+		at   time.Time
+	}
+	var (
+		mu       sync.Mutex
+		readyAt  time.Time
+		lastLine string
+	)
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 0, 4096), 1<<20)
+		for sc.Scan() {
+			l := line{text: sc.Text(), at: r.clock.Now()}
+			if r.output != nil {
+				fmt.Fprintln(r.output, l.text)
+			}
+			mu.Lock()
+			if strings.TrimSpace(l.text) != "" {
+				lastLine = l.text
+			}
+			if r.tool.ReadyLine != nil && readyAt.IsZero() && r.tool.ReadyLine.MatchString(l.text) {
+				readyAt = l.at
+			}
+			mu.Unlock()
+		}
+		pr.Close()
+	}()
+
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	limit := r.clock.NewTimer(r.limit)
+	defer limit.Stop()
+
+	var (
+		claim  Claim
+		hung   bool
+		ctxErr error
+	)
+	// At the limit, a tool whose process group still starts new processes (a count-bound
+	// loop slowed down by faketime's per-process cost on a busy machine) gets more time, up
+	// to MaxExtension times the limit; one blocked in a single call (curl without --max-time
+	// on a wedged server) is hung.
+	var (
+		seen  map[int]bool
+		still int // consecutive scans that saw exactly the same processes
+	)
+	deadline := r.clock.Now().Add(time.Duration(MaxExtension * float64(r.limit)))
+wait:
+	for {
+		select {
+		case <-exited:
+			claim.At = r.clock.Now()
+			claim.ExitCode = cmd.ProcessState.ExitCode()
+			break wait
+		case <-limit.Chan():
+			now := groupPIDs(pgid)
+			if seen != nil && sameSet(now, seen) {
+				still++
+			} else {
+				still = 0
+			}
+			seen = now
+			// A starved process can look idle for one scan on a loaded machine; three
+			// identical scans in a row are a tool that is blocked.
+			if still < 3 && r.clock.Now().Before(deadline) {
+				limit.Reset(min(max(r.tool.Interval*4, 30*time.Second), r.limit/4))
+				continue
+			}
+			killGroup()
+			<-exited
+			claim = Claim{Outcome: NoClaim, At: r.clock.Now(), ExitCode: -1}
+			hung = true
+			break wait
+		case <-ctx.Done():
+			killGroup()
+			<-exited
+			ctxErr = ctx.Err()
+			break wait
+		}
+	}
+	// Background children (a `sleep`, a curl) must not outlive the tool or hold the pipe.
+	killGroup()
+	<-scanned
+	if ctxErr != nil {
+		return Claim{}, ctxErr
+	}
+	mu.Lock()
+	claim.Detail = lastLine
+	lineAt := readyAt
+	mu.Unlock()
+	if hung {
+		return claim, nil
+	}
+	ok := claim.ExitCode == 0
+	switch r.tool.Claim {
+	case ByExit:
+		claim.Outcome = outcomeOf(ok)
+	case ByLine:
+		claim.Outcome = outcomeOf(!lineAt.IsZero())
+		if !lineAt.IsZero() {
+			claim.At = lineAt
+		}
+	case ByBoth:
+		claim.Outcome = outcomeOf(ok && !lineAt.IsZero())
+	}
+	return claim, nil
+}
+
+func outcomeOf(ready bool) Outcome {
+	if ready {
+		return ClaimReady
+	}
+	return ClaimFailed
+}
+
+// MaxExtension bounds how far past its limit a shell tool that keeps starting processes may
+// run: the limit already allows twice the tool's budget, so this is a safety cap.
+const MaxExtension = 3.0
+
+// groupPIDs lists the live processes of process group pgid (from /proc).
+func groupPIDs(pgid int) map[int]bool {
+	out := map[int]bool{}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the parenthesised command: state ppid pgrp ...
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) {
+			out[pid] = true
+		}
+	}
+	return out
+}
+
+// sameSet reports whether two scans saw the same processes: nothing started or ended.
+func sameSet(a, b map[int]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for p := range a {
+		if !b[p] {
+			return false
+		}
+	}
+	return true
+}
+
+// standIn starts a process that lives exactly as long as the target's server, so a tool that
+// watches {{.PID}} sees the in-process server die. It is killed and reaped by stop.
+func standIn(t Target) (stop func(), pid int, err error) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		return nil, 0, fmt.Errorf("sleep not found on PATH: needed for the {{.PID}} stand-in")
+	}
+	cmd := exec.Command(sleep, "infinity")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, 0, fmt.Errorf("start the {{.PID}} stand-in: %w", err)
+	}
+	done := make(chan struct{})
+	reaped := make(chan struct{})
+	go func() {
+		select {
+		case <-t.Done():
+		case <-done:
+		}
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait() // reap at once: a zombie still answers kill(pid, 0)
+		close(reaped)
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done); <-reaped }) }, cmd.Process.Pid, nil
+}

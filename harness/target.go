@@ -1,0 +1,77 @@
+package harness
+
+import (
+	"context"
+	"time"
+
+	"github.com/incident-replay/incident-replay/fakeserver"
+	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/scenarios"
+)
+
+// Case is one scenario ready to run: the parsed file, its compiled timeline and what a correct
+// tool must conclude.
+type Case struct {
+	Name     string
+	Scenario *scenarios.Scenario
+	Compiled *scenarios.Compiled
+	Timeline replay.Timeline
+	// Expect is the verdict a correct readiness tool reaches (the scenario's expect block).
+	Expect Verdict
+	// Predicted is the scenario's stated ground truth (offsets in the expect block). A run
+	// that ends before an event falls due takes that event from here.
+	Predicted Truth
+}
+
+// Horizon is the scenario time by which everything the scenario scripts has happened.
+func (c Case) Horizon() time.Duration {
+	h := c.Timeline.Duration()
+	for _, t := range []time.Time{c.Predicted.Bound, c.Predicted.Ready, c.Predicted.Dead} {
+		if !t.IsZero() && t.Sub(c.Timeline.Start) > h {
+			h = t.Sub(c.Timeline.Start)
+		}
+	}
+	return h
+}
+
+// HealthLatency is how long a passing health check takes on this case's server (SGLang
+// sleeps 1 s before answering; some scenarios model 25 s under load).
+func (c Case) HealthLatency() time.Duration {
+	if c.Compiled != nil && c.Compiled.Behavior.HealthLatency > 0 {
+		return c.Compiled.Behavior.HealthLatency.D()
+	}
+	return time.Second
+}
+
+// Target is one running fake server a tool is pointed at.
+type Target interface {
+	// Clock is the server's scenario clock; the tool and the verdict use the same one.
+	Clock() replay.Clock
+	URL() string     // http://127.0.0.1:PORT
+	LogFile() string // the server's combined stdout+stderr log, as the tool may tail it
+	// PID is the server's process id on this host, or 0 when it has none here (in-process,
+	// or inside a container); the harness then gives tools a stand-in process that lives
+	// exactly as long as the server does.
+	PID() int
+	// Exited reports the exit code once the server process has exited.
+	Exited() (code int, ok bool)
+	// Done is closed when the server process has exited.
+	Done() <-chan struct{}
+	// Journal is the server's ground-truth record so far.
+	Journal() ([]fakeserver.Record, error)
+	// Close stops the server and releases everything it holds (process, container, files).
+	Close(ctx context.Context) error
+}
+
+// Launcher starts a case's server on a clock: in-process or in a container.
+type Launcher interface {
+	// Launch starts the server with scenario time running speed times faster than wall time.
+	Launch(ctx context.Context, c Case, speed float64) (Target, error)
+	// Name says where servers run ("inprocess", "container").
+	Name() string
+	// Published reports whether server ports are published through a proxy (containers).
+	Published() bool
+	// Overhead is the wall time the launcher's plumbing may add between a server event and
+	// a tool seeing it (see PolicyFor).
+	Overhead() time.Duration
+}

@@ -1,0 +1,118 @@
+package harness
+
+import (
+	"bytes"
+	"encoding/xml"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseTools(t *testing.T) {
+	good := `tools:
+  - name: mywait
+    command: "curl -fsS {{.URL}}/health"
+    interval: 2s
+    budget: 10m
+  - name: lined
+    command: "./wait.sh {{.Port}}"
+    claim: line
+    ready_line: "^UP"
+    scaled: false
+    must_pass: true
+`
+	ts, err := ParseTools("tools.yaml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) != 2 || ts[0].Interval != 2*time.Second || ts[0].Budget != 10*time.Minute || ts[0].Claim != ByExit {
+		t.Fatalf("first tool: %+v", ts[0])
+	}
+	if !ts[1].Unscaled || !ts[1].MustPass || ts[1].Claim != ByLine || !ts[1].ReadyLine.MatchString("UP 3") {
+		t.Fatalf("second tool: %+v", ts[1])
+	}
+
+	bad := []struct{ name, yaml, want string }{
+		{"unknown key", "tools:\n  - name: a\n    command: x\n    comand: y\n", "comand"},
+		{"no command", "tools:\n  - name: a\n", "no command"},
+		{"line without pattern", "tools:\n  - name: a\n    command: x\n    claim: line\n", "ready line"},
+		{"bad claim", "tools:\n  - name: a\n    command: x\n    claim: maybe\n", "exit, line or both"},
+		{"bad template", "tools:\n  - name: a\n    command: '{{.Nope}}'\n", ".URL"},
+		{"duplicate", "tools:\n  - name: a\n    command: x\n  - name: a\n    command: y\n", "duplicate"},
+		{"bad interval", "tools:\n  - name: a\n    command: x\n    interval: 5\n", "duration"},
+		{"empty", "tools: []\n", "no tools"},
+	}
+	for _, c := range bad {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseTools("tools.yaml", []byte(c.yaml))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want it to mention %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestParseToolFlag(t *testing.T) {
+	tool, err := ParseToolFlag("mine=curl -fsS {{.URL}}/health")
+	if err != nil || tool.Name != "mine" || tool.Command != "curl -fsS {{.URL}}/health" || tool.Claim != ByExit {
+		t.Fatalf("ParseToolFlag = %+v, %v", tool, err)
+	}
+	for _, v := range []string{"nocommand", "a b=cmd", "x="} {
+		if _, err := ParseToolFlag(v); err == nil {
+			t.Errorf("ParseToolFlag(%q) accepted", v)
+		}
+	}
+}
+
+func TestBuiltinsValidateAndAreUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for _, tool := range Builtins() {
+		if err := tool.Validate(); err != nil {
+			t.Errorf("%s: %v", tool.Name, err)
+		}
+		if seen[tool.Name] {
+			t.Errorf("duplicate built-in %s", tool.Name)
+		}
+		seen[tool.Name] = true
+	}
+	if !seen["llmwait"] || !seen["founding-loop-1"] || !seen["founding-loop-2"] {
+		t.Fatalf("built-ins miss a required tool: %v", seen)
+	}
+	if _, err := BuiltinExpectations(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestScorecardFormats(t *testing.T) {
+	card := Scorecard{Speed: 60, Where: "inprocess", Results: []Result{
+		{Scenario: "s0", Tool: "llmwait", MustPass: true, Expect: ReadyOK, Verdict: ReadyOK, Truth: Truth{Start: epoch}, Claim: Claim{At: epoch.Add(30 * time.Second)}},
+		{Scenario: "s0", Tool: "loop", Expect: MissedReady, Verdict: Hung, Reason: "killed"},
+		{Scenario: "s4", Tool: "llmwait", MustPass: true, Expect: FailedFast, Verdict: FailedSlow, Reason: "slow"},
+		{Scenario: "s4", Tool: "loop", Verdict: FailedSlow},
+	}}
+	if n := len(card.MustPassFailures()); n != 1 {
+		t.Fatalf("must-pass failures %d, want 1", n)
+	}
+	var tbl, md, ju bytes.Buffer
+	if err := card.WriteTable(&tbl); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ok 30s", "!HUNG", "s4 x llmwait: expected failed-fast, got failed-slow"} {
+		if !strings.Contains(tbl.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, tbl.String())
+		}
+	}
+	if err := card.WriteMarkdown(&md); err != nil || !strings.Contains(md.String(), "| s0 | ready-ok | ok 30s | **!HUNG") {
+		t.Errorf("markdown (%v):\n%s", err, md.String())
+	}
+	if err := card.WriteJUnit(&ju); err != nil {
+		t.Fatal(err)
+	}
+	var parsed junitSuites
+	if err := xml.Unmarshal(ju.Bytes(), &parsed); err != nil {
+		t.Fatalf("JUnit is not XML: %v", err)
+	}
+	if parsed.Tests != 4 || parsed.Failures != 2 || len(parsed.Suites) != 2 {
+		t.Fatalf("JUnit counts: %+v", parsed)
+	}
+}

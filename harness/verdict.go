@@ -1,0 +1,175 @@
+// Package harness scores readiness and launch tools against replayed SGLang incidents: tools
+// under test (command templates and Go wait functions), time compression, verdicts from the
+// fake server's ground truth, the scenario x tool matrix and its scorecard.
+package harness
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/incident-replay/incident-replay/scenarios"
+)
+
+// Verdict is the scenario package's verdict class, so a scenario's expect block and a run's
+// result compare directly.
+type Verdict = scenarios.Verdict
+
+// Verdict classes (ARCHITECTURE.md, "Verdicts").
+const (
+	ReadyOK     = scenarios.ReadyOK
+	ReadyLate   = scenarios.ReadyLate
+	FalseReady  = scenarios.FalseReady
+	MissedReady = scenarios.MissedReady
+	FailedFast  = scenarios.FailedFast
+	FailedSlow  = scenarios.FailedSlow
+	Hung        = scenarios.Hung
+)
+
+// ParseVerdict accepts a class name.
+func ParseVerdict(s string) (Verdict, error) {
+	if v := Verdict(s); v.Valid() {
+		return v, nil
+	}
+	return "", fmt.Errorf("unknown verdict %q: use one of %v", s, scenarios.Verdicts())
+}
+
+// Truth is what the server did, read from the fake server's journal (never from the tool).
+// Times are scenario times; a zero time means "did not happen".
+type Truth struct {
+	Start    time.Time // launch: the scenario epoch
+	Bound    time.Time // HTTP port bound
+	Ready    time.Time // warmup done: a correct health probe passes from here
+	Dead     time.Time // process exited or the server wedged
+	ExitCode int       // valid when Exited
+	Exited   bool
+	Requests int // client requests the server saw (its own warmup excluded)
+	// HealthLatency is the slowest passing health check the journal shows (a slow_health
+	// fault or a loaded server): no probe can claim ready sooner after t_ready than that.
+	HealthLatency time.Duration
+	// Predicted is set when part of the truth comes from the compiled timeline rather than the
+	// journal, because the tool finished before those events fell due.
+	Predicted bool
+}
+
+// At renders a truth time as an offset from Start, or "-" when it did not happen.
+func (t Truth) At(x time.Time) string {
+	if x.IsZero() {
+		return "-"
+	}
+	return fmtDur(x.Sub(t.Start))
+}
+
+// Outcome is how a tool run ended.
+type Outcome uint8
+
+const (
+	// NoClaim: the tool did not return before the harness limit and was killed.
+	NoClaim Outcome = iota
+	// ClaimReady: the tool said the server is ready.
+	ClaimReady
+	// ClaimFailed: the tool returned without saying ready (a non-zero exit, a timeout, or a
+	// loop that fell through without printing its ready line).
+	ClaimFailed
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case ClaimReady:
+		return "ready"
+	case ClaimFailed:
+		return "failed"
+	}
+	return "none"
+}
+
+// Claim is what the tool concluded and when (scenario time).
+type Claim struct {
+	Outcome  Outcome
+	At       time.Time
+	ExitCode int    // shell tools: exit status (-1 when killed)
+	Probes   int    // requests the server saw from the tool, or the tool's own count
+	Detail   string // the tool's last words: a printed line or an error
+}
+
+// Policy sets the tolerances a verdict is judged with. Both are scenario durations.
+type Policy struct {
+	// Slack is how long after t_ready a ready claim still counts as on time: the tool's probe
+	// interval plus the health latency plus process overhead.
+	Slack time.Duration
+	// FastWindow is how long after t_dead a failure still counts as fast.
+	FastWindow time.Duration
+}
+
+// DefaultGrace covers SGLang's own jitter on top of a tool's interval and health latency.
+const DefaultGrace = 10 * time.Second
+
+// PolicyFor derives tolerances from a tool's probe interval, the server's health latency (a
+// probe that starts the instant the server is ready still takes that long), the speed and the
+// launcher's wall overhead: wall time lost between a server event and the claim being
+// observed (process start-up under faketime, Docker's state and proxy). At speed S that is
+// worth S times as much scenario time, so tolerances grow with S and a verdict does not
+// change with compression.
+func PolicyFor(interval, healthLatency time.Duration, speed float64, overhead time.Duration) Policy {
+	grace := DefaultGrace + time.Duration(float64(overhead)*max(speed, 1))
+	return Policy{Slack: interval + healthLatency + grace, FastWindow: interval + grace}
+}
+
+// Classify judges a claim against the truth. The reason says which rule decided.
+func Classify(tr Truth, c Claim, p Policy) (Verdict, string) {
+	everReady := !tr.Ready.IsZero() && (tr.Dead.IsZero() || tr.Ready.Before(tr.Dead))
+	switch c.Outcome {
+	case NoClaim:
+		return Hung, "killed at the harness limit"
+	case ClaimReady:
+		switch {
+		case !everReady:
+			return FalseReady, "claimed ready at " + tr.At(c.At) + "; the server never became ready"
+		case c.At.Before(tr.Ready):
+			return FalseReady, fmt.Sprintf("claimed ready at %s, %s before t_ready %s", tr.At(c.At), fmtDur(tr.Ready.Sub(c.At)), tr.At(tr.Ready))
+		case !tr.Dead.IsZero() && !c.At.Before(tr.Dead):
+			return FalseReady, "claimed ready at " + tr.At(c.At) + " after the server died at " + tr.At(tr.Dead)
+		case c.At.Sub(tr.Ready) <= p.Slack:
+			return ReadyOK, fmt.Sprintf("ready %s after t_ready (slack %s)", fmtDur(c.At.Sub(tr.Ready)), fmtDur(p.Slack))
+		default:
+			return ReadyLate, fmt.Sprintf("ready %s after t_ready (slack %s)", fmtDur(c.At.Sub(tr.Ready)), fmtDur(p.Slack))
+		}
+	}
+	// ClaimFailed.
+	switch {
+	case everReady:
+		if c.At.Before(tr.Ready) {
+			return MissedReady, fmt.Sprintf("gave up at %s; the server was ready at %s", tr.At(c.At), tr.At(tr.Ready))
+		}
+		return MissedReady, fmt.Sprintf("gave up at %s although the server had been ready since %s", tr.At(c.At), tr.At(tr.Ready))
+	case tr.Dead.IsZero():
+		// Never ready, never dead (stuck in warmup): the only way out is the tool's own timeout.
+		return FailedSlow, "gave up at " + tr.At(c.At) + " on a server that never became ready"
+	case c.At.Sub(tr.Dead) <= p.FastWindow:
+		// Includes failing before t_dead: a preflight that predicted the death.
+		return FailedFast, fmt.Sprintf("failed at %s, server died at %s", tr.At(c.At), tr.At(tr.Dead))
+	default:
+		return FailedSlow, fmt.Sprintf("failed at %s, %s after the server died at %s", tr.At(c.At), fmtDur(c.At.Sub(tr.Dead)), tr.At(tr.Dead))
+	}
+}
+
+// fmtDur prints a scenario duration compactly: 95s, 11m00s, 1.2s.
+func fmtDur(d time.Duration) string {
+	neg := d < 0
+	if neg {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < 10*time.Second:
+		s = fmt.Sprintf("%.1fs", d.Seconds())
+	case d < 2*time.Minute:
+		s = fmt.Sprintf("%ds", int(d.Round(time.Second).Seconds()))
+	default:
+		d = d.Round(time.Second)
+		s = fmt.Sprintf("%dm%02ds", int(d/time.Minute), int((d%time.Minute)/time.Second))
+	}
+	if neg {
+		return "-" + s
+	}
+	return s
+}

@@ -1,0 +1,80 @@
+package harness
+
+import (
+	"testing"
+	"time"
+
+	"github.com/incident-replay/incident-replay/scenarios"
+)
+
+func TestClassify(t *testing.T) {
+	t0 := time.Date(2026, 2, 24, 11, 18, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	ready := Truth{Start: t0, Bound: at(600), Ready: at(660)}
+	dead := Truth{Start: t0, Dead: at(120), Exited: true, ExitCode: 137}
+	readyThenDead := Truth{Start: t0, Bound: at(60), Ready: at(100), Dead: at(300), Exited: true, ExitCode: 1}
+	stuck := Truth{Start: t0, Bound: at(60)}
+	p := Policy{Slack: 15 * time.Second, FastWindow: 15 * time.Second}
+
+	cases := []struct {
+		name  string
+		truth Truth
+		claim Claim
+		want  Verdict
+	}{
+		{"ready within slack", ready, Claim{Outcome: ClaimReady, At: at(670)}, ReadyOK},
+		{"ready exactly at slack", ready, Claim{Outcome: ClaimReady, At: at(675)}, ReadyOK},
+		{"ready after slack", ready, Claim{Outcome: ClaimReady, At: at(676)}, ReadyLate},
+		{"ready before t_ready (503 counted)", ready, Claim{Outcome: ClaimReady, At: at(610)}, FalseReady},
+		{"ready at port open (TCP only)", ready, Claim{Outcome: ClaimReady, At: at(600)}, FalseReady},
+		{"ready on a dead server", dead, Claim{Outcome: ClaimReady, At: at(200)}, FalseReady},
+		{"ready after ready-then-dead died", readyThenDead, Claim{Outcome: ClaimReady, At: at(310)}, FalseReady},
+		{"ready on a stuck server", stuck, Claim{Outcome: ClaimReady, At: at(70)}, FalseReady},
+		{"gave up after ready (grep -q ok)", ready, Claim{Outcome: ClaimFailed, At: at(700)}, MissedReady},
+		{"gave up before ready (budget too short)", ready, Claim{Outcome: ClaimFailed, At: at(600)}, MissedReady},
+		{"gave up after ready then dead", readyThenDead, Claim{Outcome: ClaimFailed, At: at(900)}, MissedReady},
+		{"failed right after death", dead, Claim{Outcome: ClaimFailed, At: at(125)}, FailedFast},
+		{"failed before death (preflight)", dead, Claim{Outcome: ClaimFailed, At: at(1)}, FailedFast},
+		{"failed at own timeout after death", dead, Claim{Outcome: ClaimFailed, At: at(720)}, FailedSlow},
+		{"failed just outside fast window", dead, Claim{Outcome: ClaimFailed, At: at(136)}, FailedSlow},
+		{"gave up on a stuck server", stuck, Claim{Outcome: ClaimFailed, At: at(900)}, FailedSlow},
+		{"never returned", ready, Claim{Outcome: NoClaim, At: at(2000)}, Hung},
+		{"never returned on a dead server", dead, Claim{Outcome: NoClaim}, Hung},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, why := Classify(c.truth, c.claim, p)
+			if got != c.want {
+				t.Fatalf("Classify = %s (%s), want %s", got, why, c.want)
+			}
+			if why == "" {
+				t.Fatal("Classify gave no reason")
+			}
+		})
+	}
+}
+
+func TestParseVerdict(t *testing.T) {
+	for _, v := range scenarios.Verdicts() {
+		got, err := ParseVerdict(string(v))
+		if err != nil || got != v {
+			t.Fatalf("ParseVerdict(%q) = %q, %v", v, got, err)
+		}
+	}
+	if _, err := ParseVerdict("ready"); err == nil {
+		t.Fatal("ParseVerdict accepted an unknown class")
+	}
+}
+
+func TestFmtDur(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		1500 * time.Millisecond: "1.5s",
+		95 * time.Second:        "95s",
+		11 * time.Minute:        "11m00s",
+		-3 * time.Second:        "-3.0s",
+	} {
+		if got := fmtDur(d); got != want {
+			t.Errorf("fmtDur(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
