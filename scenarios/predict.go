@@ -85,6 +85,18 @@ func (c *Compiled) applyFaults(p *Prediction, wedgedAt **time.Duration) {
 			if p.Dead == nil || *p.Dead > t {
 				p.Dead = &t
 			}
+		case fault.SchedulerDead:
+			// Generation stops for good: dead as a tool sees it, and no warmup after it can
+			// finish. Era C's SubprocessWatchdog also ends the process (137) a second later.
+			t := trig
+			*wedgedAt = &t
+			if p.Dead == nil || *p.Dead > t {
+				p.Dead = &t
+			}
+			if c.Profile.TeardownOnChildCrash && p.ExitCode == nil {
+				code := 137
+				p.ExitCode = &code
+			}
 		case fault.StaleListener, fault.Errno98:
 			// The new server never binds; it dies where it would have bound.
 			if p.Bound != nil {
