@@ -107,8 +107,14 @@ func runProbe(ctx context.Context, env Env, kind string, p Probe, out chan<- pro
 		return
 	}
 	succ, fail := 0, 0
+	// The kubelet's prober runs on a ticker: due times are absolute, so a late wake-up (a busy
+	// host at compressed time) does not push every later probe back, and ticks missed while a
+	// slow probe ran are dropped, as time.Ticker drops them.
+	next := env.Clock.Now()
 	for {
-		next := env.Clock.Now().Add(p.Period)
+		for now := env.Clock.Now(); !next.After(now); {
+			next = next.Add(p.Period)
+		}
 		code, err := get(ctx, env.Clock, env.URL+p.Path, p.Timeout, true)
 		if ctx.Err() != nil {
 			return
