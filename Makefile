@@ -37,6 +37,7 @@ e2e: build
 test: vet unit e2e
 
 demo: build
+	@mkdir -p $(REPORTS)
 	$(BIN)/incident-replay score --speed $(SPEED) --markdown $(REPORTS)/scorecard.md --junit $(REPORTS)/scorecard-junit.xml
 
 lint: vet
