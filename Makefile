@@ -38,7 +38,7 @@ test: vet unit e2e
 
 demo: build
 	@mkdir -p $(REPORTS)
-	$(BIN)/incident-replay score --speed $(SPEED) --markdown $(REPORTS)/scorecard.md --junit $(REPORTS)/scorecard-junit.xml
+	$(BIN)/incident-replay score --speed $(SPEED) --markdown $(REPORTS)/scorecard.md --junit $(REPORTS)/scorecard-junit.xml --report $(REPORTS)/report
 
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

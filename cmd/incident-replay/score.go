@@ -17,6 +17,7 @@ import (
 
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/harness"
+	"github.com/incident-replay/incident-replay/harness/report"
 	"github.com/incident-replay/incident-replay/scenarios"
 )
 
@@ -33,6 +34,7 @@ type scoreOptions struct {
 	parallel  int
 	markdown  string
 	junit     string
+	report    string
 	seed      int64
 	quiet     bool
 	allTools  bool
@@ -71,6 +73,7 @@ Exit status: 0 when every must-pass tool (llmwait) reached each scenario's expec
 	f.IntVar(&o.parallel, "parallel", 0, "shell-tool pairs in flight (default 32 per core; Go-tool pairs all run at once)")
 	f.StringVar(&o.markdown, "markdown", "", "also write the scorecard as Markdown to this file")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
+	f.StringVar(&o.report, "report", "", "also write an HTML report with a timeline picture per run (index.html, report.md, runs/*.svg) into this directory")
 	f.Int64Var(&o.seed, "seed", 1, "seed for compiling scenarios")
 	f.BoolVar(&o.quiet, "quiet", false, "no per-run progress on stderr")
 	f.BoolVar(&o.allTools, "all-tools", false, "run every built-in tool (default: the core set, one tool per family)")
@@ -133,6 +136,13 @@ func runScore(ctx context.Context, stdout, stderr io.Writer, o scoreOptions) err
 		if err := harness.WriteFile(o.junit, card.WriteJUnit); err != nil {
 			return err
 		}
+	}
+	if o.report != "" {
+		sum, err := report.Write(o.report, card)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "score: report %s (%d pictures, %d bytes)\n", sum.Index, sum.Pictures, sum.Bytes)
 	}
 	if n := len(card.MustPassFailures()); n > 0 {
 		return mustPassError{n}

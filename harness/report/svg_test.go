@@ -1,0 +1,212 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/incident-replay/incident-replay/fakeserver"
+	"github.com/incident-replay/incident-replay/harness"
+)
+
+type node struct {
+	XMLName xml.Name
+	Attrs   []xml.Attr `xml:",any,attr"`
+	Nodes   []node     `xml:",any"`
+	Text    string     `xml:",chardata"`
+}
+
+func (n node) attr(k string) string {
+	for _, a := range n.Attrs {
+		if a.Name.Local == k {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+func (n node) num(t *testing.T, k string) float64 {
+	t.Helper()
+	f, err := strconv.ParseFloat(n.attr(k), 64)
+	if err != nil {
+		t.Fatalf("<%s> %s=%q: %v", n.XMLName.Local, k, n.attr(k), err)
+	}
+	return f
+}
+
+func (n node) has(class string) bool {
+	return strings.Contains(" "+n.attr("class")+" ", " "+class+" ")
+}
+
+// walk visits every element with the font size it inherits from its classes.
+func (n node) walk(fn func(n node, size float64), size float64) {
+	n.walkAt(func(n node, size, _ float64) { fn(n, size) }, size, 0)
+}
+
+// walkAt also passes the vertical offset of enclosing translate(0 Y) groups.
+func (n node) walkAt(fn func(n node, size, dy float64), size, dy float64) {
+	switch {
+	case n.has("title"):
+		size = 13
+	case n.has("bl") || n.has("tick"):
+		size = 10
+	}
+	if tr := n.attr("transform"); strings.HasPrefix(tr, "translate(0 ") {
+		off, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(tr, "translate(0 "), ")"), 64)
+		dy += off
+	}
+	fn(n, size, dy)
+	for _, k := range n.Nodes {
+		k.walkAt(fn, size, dy)
+	}
+}
+
+func parse(t *testing.T, b []byte) node {
+	t.Helper()
+	var n node
+	if err := xml.Unmarshal(b, &n); err != nil {
+		t.Fatalf("not well-formed SVG: %v", err)
+	}
+	return n
+}
+
+func render(t *testing.T, tl Timeline, o Options) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := tl.SVG(&b, o); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestSVGPlacesEventsAtTheirTimes(t *testing.T) {
+	r := foundingResult()
+	tl := NewTimeline(r, r.Journal)
+	out := render(t, tl, Options{Standalone: true})
+	if !bytes.Equal(out, render(t, tl, Options{Standalone: true})) {
+		t.Fatal("two renders differ")
+	}
+	root := parse(t, out)
+	left, right, tmax := root.num(t, "data-plot-left"), root.num(t, "data-plot-right"), root.num(t, "data-tmax")
+	x := func(s float64) float64 { return left + (right-left)*s/tmax }
+	want := map[string]float64{"mk-bound": 632, "mk-ready": 633, "mk-dead": 900}
+	got := map[string]float64{}
+	var ticks, claims int
+	root.walk(func(n node, _ float64) {
+		for cls := range want {
+			if n.has(cls) && n.attr("data-at") != "" {
+				got[cls] = n.Nodes[0].num(t, "x1")
+			}
+		}
+		if n.has("tk") && n.attr("d") != "" && strings.Contains(n.attr("d"), "v9") {
+			ticks += strings.Count(n.attr("d"), "M")
+		}
+		if n.has("claim") && n.attr("data-at") != "" {
+			claims++
+			cx, _ := strconv.ParseFloat(strings.Fields(strings.TrimPrefix(n.Nodes[0].attr("d"), "M"))[0], 64)
+			if math.Abs(cx-x(700)) > 0.5 {
+				t.Errorf("claim at x=%v, want %v", cx, x(700))
+			}
+		}
+	}, 11)
+	for cls, at := range want {
+		if math.Abs(got[cls]-x(at)) > 0.5 {
+			t.Errorf("%s at x=%v, want %v (t=%vs)", cls, got[cls], x(at), at)
+		}
+	}
+	if ticks != 14 || claims != 1 {
+		t.Errorf("%d probe ticks, %d claims; want 14 and 1", ticks, claims)
+	}
+	for _, s := range []string{"13 health probe(s) answered 2xx after the server was ready", "gave up at 11m40s", "replayed at 60×", `class="mk mk-dead pred"`} {
+		if !bytes.Contains(out, []byte(s)) {
+			t.Errorf("picture lacks %q", s)
+		}
+	}
+}
+
+// texts lists every text's estimated box; the estimate is the one placement uses, so this
+// catches placement logic that ignores it (rows, anchors, fit checks).
+type box struct {
+	s                        string
+	left, right, top, bottom float64
+}
+
+func textBoxes(t *testing.T, root node) []box {
+	var out []box
+	root.walkAt(func(n node, size, dy float64) {
+		if n.XMLName.Local != "text" {
+			return
+		}
+		x, y := n.num(t, "x"), n.num(t, "y")+dy
+		w := textW(n.Text, size)
+		anchor := n.attr("text-anchor")
+		switch {
+		case n.has("lane"):
+			anchor = "end"
+		case n.has("bl") || (anchor == "" && size == 10):
+			anchor = "middle"
+		}
+		b := box{s: n.Text, top: y - 0.8*size, bottom: y + 0.2*size}
+		switch anchor {
+		case "end":
+			b.left, b.right = x-w, x
+		case "middle":
+			b.left, b.right = x-w/2, x+w/2
+		default:
+			b.left, b.right = x, x+w
+		}
+		out = append(out, b)
+	}, 11, 0)
+	return out
+}
+
+func assertNoOverlap(t *testing.T, name string, svg []byte) {
+	t.Helper()
+	bs := textBoxes(t, parse(t, svg))
+	for i := range bs {
+		for j := i + 1; j < len(bs); j++ {
+			a, b := bs[i], bs[j]
+			if a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom {
+				t.Errorf("%s: %q overlaps %q", name, a.s, b.s)
+			}
+		}
+		if bs[i].right > Width+0.5 || bs[i].left < -0.5 {
+			t.Errorf("%s: %q runs off the picture (%v..%v)", name, bs[i].s, bs[i].left, bs[i].right)
+		}
+	}
+}
+
+func TestSVGTextDoesNotOverlap(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return start.Add(sec(s)) }
+	crowded := func(name string, bound, ready, dead, claim float64, outcome harness.Outcome) harness.Result {
+		code := 137
+		j := []fakeserver.Record{logRec(1, "load_begin"), logRec(bound-1, "load_end"), stateRec(bound, fakeserver.StateBound),
+			stateRec(ready, fakeserver.StateReady), {Type: fakeserver.RecState, At: sec(dead), State: fakeserver.StateDead, Code: &code}}
+		return harness.Result{Scenario: name, Tool: "curl-strict", Speed: 60, Verdict: harness.FailedFast, Expect: harness.ReadyOK,
+			Claim: harness.Claim{Outcome: outcome, At: at(claim)}, Journal: j, Reason: "crowded",
+			Truth: harness.Truth{Start: start, Bound: at(bound), Ready: at(ready), Dead: at(dead), Exited: true, ExitCode: code}}
+	}
+	results := []harness.Result{
+		foundingResult(),
+		crowded("all-at-the-end", 598, 599, 600, 600, harness.ClaimFailed),
+		crowded("all-at-the-start", 1.2, 1.3, 1.4, 0.1, harness.ClaimReady),
+		crowded("middle", 300, 300.5, 301, 301, harness.ClaimFailed),
+	}
+	for _, r := range results {
+		for _, o := range []Options{{}, {Standalone: true}} {
+			assertNoOverlap(t, r.Scenario, render(t, NewTimeline(r, r.Journal), o))
+		}
+	}
+	assertNoOverlap(t, "legend", []byte(Legend()))
+	if !testing.Short() {
+		card := catalogueCard(t)
+		for _, r := range card.Results {
+			assertNoOverlap(t, r.Scenario+"/"+r.Tool, render(t, NewTimeline(r, r.Journal), Options{}))
+		}
+	}
+}
