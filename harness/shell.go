@@ -52,6 +52,10 @@ func (f Faketime) wrap(clock replay.Clock, bash, script string) ([]string, error
 	return []string{f.Path, "-f", spec, bash, "-c", script}, nil
 }
 
+// pipeGrace is how long (wall time) the tool's output is still read after its process group
+// is gone: enough to drain what it wrote.
+const pipeGrace = 2 * time.Second
+
 // shellNice is the niceness shell tools run at.
 const shellNice = 10
 
@@ -136,6 +140,11 @@ func (r shellRun) run(ctx context.Context) (Claim, error) {
 	if err != nil {
 		return Claim{}, err
 	}
+	return r.runScript(ctx, script)
+}
+
+// runScript runs the rendered script under bash (and faketime) in its own process group.
+func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		return Claim{}, fmt.Errorf("bash not found on PATH: shell tools need it")
@@ -253,7 +262,14 @@ wait:
 	}
 	// Background children (a `sleep`, a curl) must not outlive the tool or hold the pipe.
 	killGroup()
-	<-scanned
+	// A process that left the group (setsid) can still hold the pipe's write end; stop
+	// reading after a grace period instead of waiting for it.
+	select {
+	case <-scanned:
+	case <-time.After(pipeGrace):
+		pr.Close()
+		<-scanned
+	}
 	if ctxErr != nil {
 		return Claim{}, ctxErr
 	}

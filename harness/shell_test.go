@@ -1,0 +1,60 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/incident-replay/incident-replay/replay"
+)
+
+// A tool that leaves a process outside its group (setsid) holding the output pipe must not
+// keep the run from returning once the tool itself has exited.
+func TestShellRunReturnsWhenAnEscapedChildHoldsThePipe(t *testing.T) {
+	needShell(t, 1, "setsid", "sleep")
+	marker := "incident-replay-escaped-" + strconv.Itoa(os.Getpid())
+	t.Cleanup(func() { killByMarker(marker) })
+	r := shellRun{
+		tool:  Tool{Name: "escape", Claim: ByExit},
+		clock: replay.Scaled(time.Now(), 1),
+		limit: time.Minute,
+		env:   append(toolEnv(), "ESCAPE_MARKER="+marker),
+	}
+	// The escaped sleep outlives the test's own deadline, so waiting for it would time out.
+	script := `setsid sleep 600 & sleep 0.5; echo started; exit 0`
+	done := make(chan Claim, 1)
+	go func() {
+		c, err := r.runScript(context.Background(), script)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- c
+	}()
+	select {
+	case c := <-done:
+		if c.Outcome != ClaimReady || c.ExitCode != 0 {
+			t.Errorf("claim %+v, want ready with exit 0", c)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run did not return while an escaped child held its output pipe")
+	}
+}
+
+// killByMarker kills processes whose environment carries marker.
+func killByMarker(marker string) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+		if err == nil && strings.Contains(string(env), marker) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
