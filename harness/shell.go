@@ -32,7 +32,31 @@ func FindFaketime() (Faketime, error) {
 	if err != nil {
 		return Faketime{}, fmt.Errorf("faketime not found on PATH: install the Debian package `faketime` (apt-get install faketime) or run with --speed 1")
 	}
+	sweepFaketimeObjects()
 	return Faketime{Path: p}, nil
+}
+
+// sweepFaketimeObjects removes the semaphores and shared memory of faketime wrappers that no
+// longer run (a harness killed before it could release them), so their pids can be reused.
+func sweepFaketimeObjects() {
+	ents, err := os.ReadDir(shmDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		name := e.Name()
+		pid, ok := strings.CutPrefix(name, "faketime_shm_")
+		if !ok {
+			pid, ok = strings.CutPrefix(name, "sem.faketime_sem_")
+		}
+		n, err := strconv.Atoi(pid)
+		if !ok || err != nil {
+			continue
+		}
+		if syscall.Kill(n, 0) == syscall.ESRCH {
+			_ = os.Remove(filepath.Join(shmDir, name))
+		}
+	}
 }
 
 // wrap returns argv that runs bash -c script with its time set to clock.
@@ -58,6 +82,22 @@ const pipeGrace = 2 * time.Second
 
 // shellNice is the niceness shell tools run at.
 const shellNice = 10
+
+// release removes the semaphore and shared memory the faketime wrapper with this pid created
+// (/dev/shm/sem.faketime_sem_PID, /dev/shm/faketime_shm_PID). The wrapper unlinks them when
+// it exits normally, but a tool killed with its process group leaves them behind, and a later
+// wrapper that gets the same pid then fails with "sem_open: File exists".
+func (f Faketime) release(pid int) {
+	if f.Path == "" {
+		return
+	}
+	p := strconv.Itoa(pid)
+	_ = os.Remove(filepath.Join(shmDir, "sem.faketime_sem_"+p))
+	_ = os.Remove(filepath.Join(shmDir, "faketime_shm_"+p))
+}
+
+// shmDir is where POSIX semaphores and shared memory live on Linux.
+const shmDir = "/dev/shm"
 
 // shellRun is one shell tool invocation.
 type shellRun struct {
@@ -270,6 +310,7 @@ wait:
 		pr.Close()
 		<-scanned
 	}
+	r.faketime.release(pgid)
 	if ctxErr != nil {
 		return Claim{}, ctxErr
 	}

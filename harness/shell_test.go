@@ -58,3 +58,45 @@ func killByMarker(marker string) {
 		}
 	}
 }
+
+// A tool killed with its process group must not leave the faketime wrapper's semaphore and
+// shared memory behind: a later wrapper with the same pid would fail with "File exists".
+func TestShellRunReleasesFaketimeObjects(t *testing.T) {
+	ft := needShell(t, 60, "sleep")
+	out := &lockedBuffer{}
+	r := shellRun{
+		tool:     Tool{Name: "sleeper", Claim: ByExit},
+		clock:    replay.Scaled(time.Now(), 60),
+		limit:    time.Hour,
+		faketime: ft,
+		env:      toolEnv(),
+		output:   out,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	// bash's parent is the faketime wrapper, which owns the shared objects.
+	go func() { _, err := r.runScript(ctx, `echo "wrapper=$PPID"; sleep 100000`); done <- err }()
+	var pid string
+	for deadline := time.Now().Add(20 * time.Second); pid == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if _, after, ok := strings.Cut(string(out.Bytes()), "wrapper="); ok {
+			pid = strings.TrimSpace(after)
+		}
+	}
+	if pid == "" {
+		t.Fatal("the tool never printed its wrapper's pid")
+	}
+	shm := "/dev/shm/faketime_shm_" + pid
+	if _, err := os.Stat(shm); err != nil {
+		t.Fatalf("faketime's shared memory %s is not there while the tool runs: %v", shm, err)
+	}
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("a cancelled run returned no error")
+	}
+	for _, f := range []string{shm, "/dev/shm/sem.faketime_sem_" + pid} {
+		if _, err := os.Stat(f); !os.IsNotExist(err) {
+			t.Errorf("%s left behind (stat: %v)", f, err)
+		}
+	}
+}
