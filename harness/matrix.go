@@ -24,11 +24,13 @@ type Matrix struct {
 	Progress io.Writer
 }
 
-// DefaultParallel is 32 shell pairs per core: a shell loop sleeps on the compressed clock
-// between the processes it starts (a curl costs ~10 ms of CPU), so many share a core, and
-// they run niced so the fake servers keep their timing. Measured on 2 cores (264-pair demo
-// set, other jobs running): 100 s at 16 in flight, 79 s at 32, 64 s at 64.
-func DefaultParallel() int { return 32 * runtime.NumCPU() }
+// DefaultParallel is 16 shell pairs per core. A shell loop sleeps on the compressed clock
+// between the processes it starts, but each curl costs ~9 ms of CPU, and under faketime CPU
+// contention turns into scenario time: packed tighter, the founding loops stretch (600 s
+// nominal became 47 min at 64 pairs on 2 cores) and even niced they delay the in-process
+// servers and llmwait enough to change verdicts. Measured on 2 cores, 264-pair demo set:
+// 79 s and no misses at 32 pairs; 64 s with 1-2 timing misses at 64.
+func DefaultParallel() int { return 16 * runtime.NumCPU() }
 
 // Run runs the matrix and returns results in (case, tool) order. When ctx ends, pairs in
 // flight are stopped (their process groups killed, servers closed) and pairs not started are

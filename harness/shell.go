@@ -80,8 +80,9 @@ func (f Faketime) wrap(clock replay.Clock, bash, script string) ([]string, error
 // is gone: enough to drain what it wrote.
 const pipeGrace = 2 * time.Second
 
-// shellNice is the niceness shell tools run at.
-const shellNice = 10
+// shellNice is the niceness shell tools run at: the lowest priority, since dozens of them
+// share the cores with the harness's few threads.
+const shellNice = 19
 
 // release removes the semaphore and shared memory the faketime wrapper with this pid created
 // (/dev/shm/sem.faketime_sem_PID, /dev/shm/faketime_shm_PID). The wrapper unlinks them when
