@@ -48,6 +48,7 @@ bench:
 	bash bench/replay.sh
 	bash bench/parse.sh
 	bash bench/http.sh
+	bash bench/detection.sh
 
 # Each fuzz target runs FUZZTIME; corpora live in the packages' testdata/fuzz.
 fuzz:
