@@ -66,8 +66,9 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 		}
 		return []byte("nodocker\n" + err.Error())
 	}
-	// Leftovers of killed runs of this project go first.
-	_, err = fakeserver.Sweep(ctx, "")
+	// Leftovers of killed runs go first; containers of runs still going (a concurrent score
+	// --container or test run) stay: their owner process is alive.
+	_, err = fakeserver.SweepOrphans(ctx)
 	Expect(err).NotTo(HaveOccurred())
 	tag, err := fakeserver.BuildImage(ctx, repoRoot())
 	Expect(err).NotTo(HaveOccurred())

@@ -16,6 +16,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -31,6 +33,9 @@ const (
 	LabelProject = "org.incident-replay.project"
 	ProjectName  = "incident-replay"
 	LabelRun     = "org.incident-replay.run"
+	// LabelOwner names the process that started the container (see Owner), so a sweep can
+	// tell an orphan from a container of a run still in progress.
+	LabelOwner = "org.incident-replay.owner"
 	// ContainerPort is where fakesglang listens inside the container.
 	ContainerPort = "30000/tcp"
 	journalPath   = "/journal.jsonl"
@@ -50,6 +55,51 @@ var RunID = func() string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }()
+
+// Owner identifies this process among the daemon's clients: host, PID and the process's
+// start time (clock ticks since boot), so a PID reused after the owner died is not taken for
+// it. The start time is empty where /proc is missing.
+var Owner = func() string {
+	h, _ := os.Hostname()
+	return h + "/" + strconv.Itoa(os.Getpid()) + "/" + procStart(os.Getpid())
+}()
+
+// procStart is field 22 of /proc/PID/stat, the process's start time, or "" if unreadable.
+func procStart(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	// The command name (field 2) may hold spaces and parentheses: count from its last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(b[i+1:])) // f[0] is field 3
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
+}
+
+// ownerGone reports whether the process an owner label names has certainly exited: it ran
+// on this host and no process with its PID and start time exists. Containers of other hosts
+// (a shared daemon) and unreadable labels are not judged gone.
+func ownerGone(owner string) bool {
+	host, rest, ok := strings.Cut(owner, "/")
+	if !ok {
+		return false
+	}
+	pidStr, start, _ := strings.Cut(rest, "/")
+	pid, err := strconv.Atoi(pidStr)
+	if h, _ := os.Hostname(); err != nil || pid <= 0 || host != h {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	return start != "" && procStart(pid) != "" && procStart(pid) != start
+}
 
 // Container is fakesglang running in Docker; it implements Target.
 type Container struct {
@@ -133,7 +183,7 @@ func Run(ctx context.Context, image string, opts ...testcontainers.ContainerCust
 		"--speed", strconv.FormatFloat(o.speed, 'g', -1, 64), "--seed", strconv.FormatInt(o.seed, 10)}
 	base := []testcontainers.ContainerCustomizer{
 		loopbackPorts(ContainerPort),
-		testcontainers.WithLabels(map[string]string{LabelProject: ProjectName, LabelRun: RunID}),
+		testcontainers.WithLabels(map[string]string{LabelProject: ProjectName, LabelRun: RunID, LabelOwner: Owner}),
 	}
 	if o.scenario != "" {
 		if _, err := os.Stat(o.scenario); err == nil {
@@ -358,20 +408,46 @@ func pruneImages(ctx context.Context, keep string, extra map[string]string) (int
 }
 
 // Sweep removes every container carrying the project label (all runs when runID is "",
-// else only that run's) and returns how many it removed.
+// else only that run's) and returns how many it removed. Sweeping all runs also removes
+// those of runs still in progress (another score --container, another test run): use it
+// only to clean up everything; SweepOrphans leaves live runs alone.
 func Sweep(ctx context.Context, runID string) (int, error) {
+	ids, err := Leftovers(ctx, runID)
+	if err != nil {
+		return 0, err
+	}
+	return remove(ctx, ids)
+}
+
+// SweepOrphans removes the project's containers whose owner process (LabelOwner) has exited
+// on this host, and those without an owner label (started before owners were recorded). It
+// returns how many it removed.
+func SweepOrphans(ctx context.Context) (int, error) {
+	items, err := list(ctx, "")
+	if err != nil {
+		return 0, err
+	}
+	var ids []string
+	for _, it := range items {
+		if owner, ok := it.Labels[LabelOwner]; !ok || ownerGone(owner) {
+			ids = append(ids, it.ID)
+		}
+	}
+	return remove(ctx, ids)
+}
+
+func remove(ctx context.Context, ids []string) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
 		return 0, err
 	}
 	defer cli.Close()
-	ids, err := Leftovers(ctx, runID)
-	if err != nil {
-		return 0, err
-	}
 	var errs []error
 	for _, id := range ids {
-		if _, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+		if _, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, err)
 		}
 	}
@@ -380,6 +456,18 @@ func Sweep(ctx context.Context, runID string) (int, error) {
 
 // Leftovers lists the ids of containers carrying the project label (and runID when set).
 func Leftovers(ctx context.Context, runID string) ([]string, error) {
+	items, err := list(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(items))
+	for _, it := range items {
+		ids = append(ids, it.ID)
+	}
+	return ids, nil
+}
+
+func list(ctx context.Context, runID string) ([]container.Summary, error) {
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
 		return nil, err
@@ -393,9 +481,5 @@ func Leftovers(ctx context.Context, runID string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]string, 0, len(res.Items))
-	for _, it := range res.Items {
-		ids = append(ids, it.ID)
-	}
-	return ids, nil
+	return res.Items, nil
 }

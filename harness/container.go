@@ -38,8 +38,9 @@ func (Container) Published() bool { return true }
 func (Container) Overhead() time.Duration { return 2 * time.Second }
 
 // Launch implements Launcher. The container's clock starts when fakesglang starts, after
-// Docker's start-up; the harness clock is aligned to it from the journal's first record
-// (its wall time and scenario offset), so claims and the journal share one time line.
+// Docker's start-up, on a wall instant the harness cannot see; the harness clock is aligned
+// to it from the journal's (wall, at) pairs, and ServerTime maps claims onto the container's
+// clock once the whole journal is in (see clockOrigin).
 func (l Container) Launch(ctx context.Context, c Case, speed float64) (Target, error) {
 	if l.Image == "" {
 		return nil, errors.New("container launcher: no image; build one with fakeserver.BuildImage (or run without --container)")
@@ -65,7 +66,7 @@ func (l Container) Launch(ctx context.Context, c Case, speed float64) (Target, e
 			source = c.Scenario.Path
 		}
 	}
-	t := &ctrTarget{dir: dir, log: logPath, logf: logf, start: c.Timeline.Start, done: make(chan struct{})}
+	t := &ctrTarget{dir: dir, log: logPath, logf: logf, start: c.Timeline.Start, speed: speed, done: make(chan struct{})}
 	ctr, err := fakeserver.Run(context.WithoutCancel(ctx), l.Image,
 		fakeserver.WithScenario(source), fakeserver.WithSpeed(speed),
 		fakeserver.WithSeed(c.seed()),
@@ -76,7 +77,7 @@ func (l Container) Launch(ctx context.Context, c Case, speed float64) (Target, e
 		_ = t.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	if t.clock, err = alignClock(ctx, ctr, c.Timeline.Start, speed); err != nil {
+	if t.clock, t.origin, err = alignClock(ctx, ctr, c.Timeline.Start, speed); err != nil {
 		_ = t.Close(context.WithoutCancel(ctx))
 		return nil, err
 	}
@@ -84,22 +85,41 @@ func (l Container) Launch(ctx context.Context, c Case, speed float64) (Target, e
 	return t, nil
 }
 
-// alignClock builds a scaled clock that reads what the container's fakesglang clock reads.
-func alignClock(ctx context.Context, ctr *fakeserver.Container, start time.Time, speed float64) (replay.Clock, error) {
+// alignClock builds a scaled clock that reads what the container's fakesglang clock reads,
+// as far as the journal written so far tells, and returns the wall origin it assumed.
+func alignClock(ctx context.Context, ctr *fakeserver.Container, start time.Time, speed float64) (replay.Clock, time.Time, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		recs, err := ctr.Journal(ctx)
-		if err == nil && len(recs) > 0 {
-			r := recs[0]
-			// The container's clock read start+r.At at wall r.Wall.
-			now := start.Add(r.At + time.Duration(float64(time.Since(r.Wall))*speed))
-			return replay.Scaled(now, speed), nil
+		if origin, ok := clockOrigin(recs, speed); err == nil && ok {
+			now := start.Add(time.Duration(float64(time.Since(origin)) * speed))
+			return replay.Scaled(now, speed), origin, nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return nil, fmt.Errorf("container launcher: no journal record within 30s (last error: %v); is the image current?", err)
+			return nil, time.Time{}, fmt.Errorf("container launcher: no journal record within 30s (last error: %v); is the image current?", err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// clockOrigin estimates the wall instant at which the container's scenario clock read
+// Timeline.Start. The server writes each record at or after the offset At it carries, never
+// before, so Wall - At/speed is never earlier than the true origin, and the record written
+// with the least delay bounds it most tightly. The first records are the worst: they are
+// written after the process has built its server (measured up to 18 ms late on a loaded
+// 2-core host, 1.1 s of scenario time at S=60), later ones are written by a timer within a
+// fraction of a millisecond. Container and host read the same kernel wall clock.
+func clockOrigin(recs []fakeserver.Record, speed float64) (time.Time, bool) {
+	var origin time.Time
+	for _, r := range recs {
+		if r.Wall.IsZero() {
+			continue
+		}
+		if o := r.Wall.Add(-time.Duration(float64(r.At) / speed)); origin.IsZero() || o.Before(origin) {
+			origin = o
+		}
+	}
+	return origin, !origin.IsZero()
 }
 
 type fileConsumer struct {
@@ -114,12 +134,14 @@ func (c fileConsumer) Accept(l testcontainers.Log) {
 }
 
 type ctrTarget struct {
-	ctr   *fakeserver.Container
-	clock replay.Clock
-	start time.Time
-	dir   string
-	log   string
-	logf  *os.File
+	ctr    *fakeserver.Container
+	clock  replay.Clock
+	origin time.Time // the wall instant clock read start at
+	speed  float64
+	start  time.Time
+	dir    string
+	log    string
+	logf   *os.File
 
 	mu     sync.Mutex
 	done   chan struct{}
@@ -175,6 +197,18 @@ func (t *ctrTarget) Exited() (int, bool) {
 
 func (t *ctrTarget) Journal() ([]fakeserver.Record, error) {
 	return t.ctr.Journal(context.Background())
+}
+
+// ServerTime implements serverTimer: it maps at, read on t's clock, onto the container's
+// clock through the whole journal's tightest (wall, at) pair. The shift is never negative
+// (recs include the records the clock was aligned on), and a claim made after the server
+// journaled its ready state maps to no earlier than that state's offset, as it does in-process.
+func (t *ctrTarget) ServerTime(at time.Time, recs []fakeserver.Record) time.Time {
+	origin, ok := clockOrigin(recs, t.speed)
+	if !ok || at.IsZero() || !origin.Before(t.origin) {
+		return at
+	}
+	return at.Add(time.Duration(float64(t.origin.Sub(origin)) * t.speed))
 }
 
 // Close removes the container (its Wait then returns an error and watch ends) and the files.

@@ -32,12 +32,21 @@ func LLMWait(ctx context.Context, env Env) error {
 			return errors.New("preflight: " + strings.Join(msgs, "; "))
 		}
 	}
+	// As `llmwait launch` does: whoever launches with --api-key knows the key, so probes
+	// carry it from the first request instead of waiting for the server_args log line.
+	var key string
+	if len(env.Launch) > 0 {
+		if args, _, err := ready.ServerCommandArgs(env.Launch); err == nil {
+			key = args.APIKey
+		}
+	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	log := ready.FollowFile(lctx, env.LogFile, 5*time.Millisecond)
 	defer log.Close()
 	_, err := ready.Wait(ctx, ready.Spec{
 		Endpoint: env.URL,
+		APIKey:   key,
 		Clock:    env.Clock,
 		Log:      log,
 		Process:  procOf(env),

@@ -121,12 +121,22 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 		res.Err = fmt.Errorf("stop %s: %w", c.Name, cerr)
 		return res
 	}
+	if st, ok := tgt.(serverTimer); ok {
+		claim.At = st.ServerTime(claim.At, journal)
+	}
 	res.Claim = claim
 	res.Journal = journal
 	res.Truth = complete(truthFromJournal(journal, c.Timeline.Start), c.Predicted, claim.At)
 	res.Claim.Probes = res.Truth.Requests
 	res.Verdict, res.Reason = Classify(res.Truth, claim, PolicyFor(t.Interval, max(c.HealthLatency(), res.Truth.HealthLatency), res.Speed, r.Launcher.Overhead()))
 	return res
+}
+
+// serverTimer is a Target whose Clock only approximates the server's (a container's clock
+// starts at a wall instant the harness does not see); ServerTime maps an instant read on
+// Clock onto the server's clock, using the journal.
+type serverTimer interface {
+	ServerTime(at time.Time, journal []fakeserver.Record) time.Time
 }
 
 // complete fills events the run ended before (the tool returned early) from the scenario's

@@ -29,6 +29,8 @@ type round struct {
 	status  int
 	latency time.Duration // of the health request, when it got an answer
 	detail  string
+	auth    bool   // roundConfig because the server refused the credentials (401/403)
+	key     string // the key the round's requests carried ("" for none)
 }
 
 // decision is the machine's verdict, final once done is set.
@@ -54,6 +56,9 @@ type machine struct {
 	// ready line is out too: era A's /health is 200 throughout warmup, only the log knows.
 	logUp     bool
 	logAPIKey string // the api_key of the server_args line, for probes when none was given
+	// authWaited: a refusal of key-less probes was already given one interval for the log to
+	// show its server_args line.
+	authWaited bool
 
 	traceback  bool      // a Traceback header was seen and no progress since
 	fatalAt    time.Time // confirmation window start; zero when nothing pending
@@ -262,6 +267,19 @@ func (m *machine) onRound(r round, now time.Time) (d decision, again bool) {
 		}
 		return m.d, true
 	case roundConfig:
+		if r.auth && m.spec.APIKey == "" {
+			// The key comes from the log, which may be behind the probes: attaching to a
+			// running server, the first round races the reader through the log's backlog.
+			if m.logAPIKey != r.key {
+				return m.d, true // the key arrived after the round was sent: again, with it
+			}
+			if m.logAPIKey == "" && m.spec.Log != nil && !m.authWaited {
+				m.authWaited = true // one interval for the server_args line, then it is final
+				m.errors++
+				m.successes = 0
+				return m.d, false
+			}
+		}
 		return m.finish(CodeHTTPConfig, r.detail), false
 	case roundIdentity:
 		return m.finish(CodeIdentity, r.detail), false

@@ -293,3 +293,43 @@ func TestMachineReadsAPIKeyFromServerArgs(t *testing.T) {
 		t.Errorf("api_key=None gave key %q", m.logAPIKey)
 	}
 }
+
+// Attaching to a running server, the first probe round can reach the server before the log
+// reader has got through the backlog to the server_args line that carries the key; the
+// refusal of that key-less round is not a configuration error (seen in containers: llmwait
+// gave up on s19-auth with the key in the log it was reading).
+func TestMachineAuthRefusalWaitsForTheLogKey(t *testing.T) {
+	withLog := func(s *Spec) { s.Log = strings.NewReader("") }
+	refused := func(key string) round {
+		return round{kind: roundConfig, auth: true, key: key, detail: "POST /generate 401"}
+	}
+	args := sglang.Event{Kind: sglang.KindServerArgs, Text: "{'api_key': 'sk-1'}"}
+
+	m := newMachine(testSpec(withLog), t0)
+	if d, again := m.onRound(refused(""), at(1)); d.done || again {
+		t.Fatalf("first key-less refusal with the log unread: done=%v again=%v, want a retry at the interval", d.done, again)
+	}
+	m.onLine(args, "server_args=...", at(1.5))
+	if d, again := m.onRound(refused(""), at(2)); d.done || !again {
+		t.Fatalf("refusal of a round sent before the key arrived: done=%v again=%v, want an immediate retry", d.done, again)
+	}
+	if d, _ := m.onRound(refused("sk-1"), at(3)); !d.done || d.code != CodeHTTPConfig {
+		t.Fatalf("refusal of the log's own key: %+v, want a configuration error", d)
+	}
+
+	m = newMachine(testSpec(withLog), t0)
+	m.onRound(refused(""), at(1))
+	if d, _ := m.onRound(refused(""), at(2)); !d.done || d.code != CodeHTTPConfig {
+		t.Fatalf("second key-less refusal, still no server_args line: %+v, want a configuration error", d)
+	}
+	for name, spec := range map[string]*Spec{
+		"no log":    testSpec(),
+		"key given": testSpec(withLog, func(s *Spec) { s.APIKey = "sk-given" }),
+	} {
+		m = newMachine(spec, t0)
+		key := spec.APIKey
+		if d, _ := m.onRound(refused(key), at(1)); !d.done || d.code != CodeHTTPConfig {
+			t.Errorf("%s: refusal = %+v, want a configuration error at once", name, d)
+		}
+	}
+}

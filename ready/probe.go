@@ -151,6 +151,13 @@ func (p *prober) dial(ctx context.Context) (roundKind, string) {
 
 // run performs one ladder round.
 func (p *prober) run(ctx context.Context) round {
+	r := p.ladder(ctx)
+	r.key = cmp.Or(p.spec.APIKey, p.logKey)
+	return r
+}
+
+// ladder climbs the rungs: dial, health, identity, generation.
+func (p *prober) ladder(ctx context.Context) round {
 	if k, why := p.dial(ctx); k != roundOK {
 		return round{kind: k, detail: why}
 	}
@@ -170,7 +177,7 @@ func (p *prober) run(ctx context.Context) round {
 		r.kind, r.detail = roundWarming, "GET /health 503 (warming up)"
 		return r
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		r.kind, r.detail = roundConfig, fmt.Sprintf("GET /health %d: the server wants credentials; pass its --api-key", status)
+		r.kind, r.detail, r.auth = roundConfig, fmt.Sprintf("GET /health %d: the server wants credentials; pass its --api-key", status), true
 		return r
 	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed || (status >= 300 && status < 400):
 		r.kind, r.detail = roundConfig, fmt.Sprintf("GET /health %d: this is not an SGLang server, or the URL has the wrong path prefix", status)
@@ -188,11 +195,11 @@ func (p *prober) run(ctx context.Context) round {
 	}
 	if p.spec.Generate != GenerateOff {
 		if why := p.generate(ctx); why != "" {
-			k := roundGenFailed
+			k, auth := roundGenFailed, false
 			if strings.Contains(why, " 401: ") || strings.Contains(why, " 403: ") {
-				k, why = roundConfig, why+" (the server wants credentials; pass its --api-key)"
+				k, why, auth = roundConfig, why+" (the server wants credentials; pass its --api-key)", true
 			}
-			return round{kind: k, status: status, latency: lat, detail: why}
+			return round{kind: k, status: status, latency: lat, detail: why, auth: auth}
 		}
 		r.detail = fmt.Sprintf("GET /health 200 in %s, generation probe passed", lat.Round(time.Millisecond))
 	} else {
