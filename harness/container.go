@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	cerrdefs "github.com/containerd/errdefs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,14 +159,23 @@ func (t *ctrTarget) watch() {
 	defer cancel()
 	if cli, err := testcontainers.NewDockerClientWithOpts(ctx); err == nil {
 		defer cli.Close()
-		w := cli.ContainerWait(ctx, t.ctr.GetContainerID(), client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
-		select {
-		case r := <-w.Result:
-			t.mu.Lock()
-			t.code, t.exited = int(r.StatusCode), true
-			t.mu.Unlock()
-			return
-		case <-w.Error: // fall back to polling
+		// A busy daemon can fail a wait call; the exit must not be lost for that (a tool that
+		// watches the container would poll a dead server to its own timeout), so wait again
+		// until the container has exited or is gone (Close removes it).
+		for {
+			w := cli.ContainerWait(ctx, t.ctr.GetContainerID(), client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+			select {
+			case r := <-w.Result:
+				t.mu.Lock()
+				t.code, t.exited = int(r.StatusCode), true
+				t.mu.Unlock()
+				return
+			case err := <-w.Error:
+				if cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "No such container") {
+					return
+				}
+			}
+			time.Sleep(250 * time.Millisecond)
 		}
 	}
 	for fails := 0; fails < 20; fails++ {
