@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -276,4 +278,41 @@ func mustJournal(t *testing.T, s *Server) []Record {
 		t.Fatal(err)
 	}
 	return recs
+}
+
+// A late loop timer must not hide an event from the journal the harness scores against:
+// CatchUp runs what is due by then, in order, and nothing later.
+func TestCatchUpRunsWhatIsDue(t *testing.T) {
+	clk := replay.Manual(epoch)
+	tl := replay.Timeline{Start: epoch, Entries: []replay.Entry{
+		{At: 6 * time.Second, Op: replay.OpLog, Stream: replay.Stderr, Event: sglang.Event{Kind: sglang.KindForeign, Text: "RuntimeError: NCCL error"}},
+		{At: 7 * time.Second, Op: replay.OpWedge},
+		{At: 9 * time.Second, Op: replay.OpExit, Code: 1},
+	}}
+	r := start(t, Config{Profile: sglang.ProfileFor(sglang.EraC), Clock: clk, Timeline: tl})
+	states := func() []string {
+		var out []string
+		for _, rec := range mustJournal(t, r.Server) {
+			if rec.Type == RecState {
+				out = append(out, fmt.Sprintf("%s@%v", rec.State, rec.At))
+			}
+		}
+		return out
+	}
+	before := states()
+	r.CatchUp(6500 * time.Millisecond)
+	if got := states(); !slices.Equal(got, before) {
+		t.Fatalf("CatchUp(6.5s) recorded %v, want no new state (the wedge is due at 7s)", got)
+	}
+	if !bytes.Contains(mustLogs(t, r.Server), []byte("NCCL error")) {
+		t.Fatal("CatchUp(6.5s) did not print the 6s log line")
+	}
+	r.CatchUp(8 * time.Second)
+	got := states()
+	if !slices.Contains(got, "wedged@7s") || slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "dead@") }) {
+		t.Fatalf("after CatchUp(8s) the journal's states are %v, want wedged@7s and no exit (due at 9s)", got)
+	}
+	if _, exited := r.ExitCode(); exited {
+		t.Fatal("CatchUp(8s) ran the exit due at 9s")
+	}
 }

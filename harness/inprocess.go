@@ -118,6 +118,11 @@ func (t *inprocTarget) LogFile() string       { return t.log }
 func (t *inprocTarget) PID() int              { return 0 }
 func (t *inprocTarget) Exited() (int, bool)   { return t.srv.ExitCode() }
 func (t *inprocTarget) Done() <-chan struct{} { return t.srv.Done() }
+func (t *inprocTarget) CatchUp(at time.Time) {
+	if !at.IsZero() {
+		t.srv.CatchUp(at.Sub(t.start))
+	}
+}
 func (t *inprocTarget) Close(ctx context.Context) error {
 	err := t.srv.Stop(ctx)
 	ports.give(t.port)

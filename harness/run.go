@@ -104,6 +104,9 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 	out := &tailBuffer{max: 2048}
 	claim, err := runTool(ctx, c, t, clock, tgt, r.Launcher.Published(), res.Limit, r.Faketime, out)
 	res.Output = out.String()
+	if cu, ok := tgt.(catcher); ok && err == nil {
+		cu.CatchUp(claim.At)
+	}
 	journal, terr := tgt.Journal()
 	// Close with a fresh context: an interrupted run must still remove its server.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -130,6 +133,13 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 	res.Claim.Probes = res.Truth.Requests
 	res.Verdict, res.Reason = Classify(res.Truth, claim, PolicyFor(t.Interval, max(c.HealthLatency(), res.Truth.HealthLatency), res.Speed, r.Launcher.Overhead()))
 	return res
+}
+
+// catcher is a Target whose server can run, on demand, what its timeline scheduled up to an
+// instant: the journal then holds every event due by the claim, however late the server's
+// own timer is on a loaded machine.
+type catcher interface {
+	CatchUp(at time.Time)
 }
 
 // serverTimer is a Target whose Clock only approximates the server's (a container's clock
