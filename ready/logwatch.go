@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/incident-replay/incident-replay/sglang"
@@ -76,11 +77,22 @@ func (lr *LineReader) Next() (string, error) {
 // FollowFile returns a reader that follows path like `tail -F`: it starts at offset 0, waits for
 // the file to appear, returns new bytes as they are appended, starts over if the file is
 // truncated, and ends with io.EOF once ctx is done. poll is wall time between checks at EOF.
+// The reader is a Syncer.
 func FollowFile(ctx context.Context, path string, poll time.Duration) io.ReadCloser {
 	if poll <= 0 {
 		poll = 20 * time.Millisecond
 	}
-	return &follower{ctx: ctx, path: path, poll: poll}
+	return &follower{ctx: ctx, path: path, poll: poll, kick: make(chan struct{}, 1)}
+}
+
+// A Syncer is a log source that can say when everything written to it so far has been read.
+// Wait syncs before it lets a healthy probe count while the log has not shown the server
+// ready: the log may say the warmup is still running (era A answers /health 200 throughout),
+// and a reader that polls would otherwise lose that race to a fast probe.
+type Syncer interface {
+	// Sync returns a channel that is closed once a Read has reached the end of what the
+	// source held when Sync was called.
+	Sync() <-chan struct{}
 }
 
 type follower struct {
@@ -89,10 +101,54 @@ type follower struct {
 	poll time.Duration
 	f    *os.File
 	off  int64
+
+	kick    chan struct{} // a Sync is waiting: look again without waiting out the poll
+	mu      sync.Mutex
+	syncSeq uint64 // Syncs requested so far
+	waiters []syncWaiter
+}
+
+type syncWaiter struct {
+	seq  uint64
+	done chan struct{}
+}
+
+// Sync implements Syncer.
+func (f *follower) Sync() <-chan struct{} {
+	f.mu.Lock()
+	f.syncSeq++
+	w := syncWaiter{seq: f.syncSeq, done: make(chan struct{})}
+	f.waiters = append(f.waiters, w)
+	f.mu.Unlock()
+	select {
+	case f.kick <- struct{}{}:
+	default:
+	}
+	return w.done
+}
+
+// reachedEnd releases the Syncs requested before the read attempt that found the end began.
+// The caller asks for more only once it has consumed every line before, so those lines are
+// delivered by then.
+func (f *follower) reachedEnd(upTo uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	kept := f.waiters[:0]
+	for _, w := range f.waiters {
+		if w.seq <= upTo {
+			close(w.done)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	f.waiters = kept
 }
 
 func (f *follower) Read(p []byte) (int, error) {
 	for {
+		f.mu.Lock()
+		seq := f.syncSeq
+		f.mu.Unlock()
 		if f.f == nil {
 			fh, err := os.Open(f.path)
 			if err == nil {
@@ -116,9 +172,12 @@ func (f *follower) Read(p []byte) (int, error) {
 				continue
 			}
 		}
+		f.reachedEnd(seq) // a file that does not exist yet holds nothing either
 		select {
 		case <-f.ctx.Done():
+			f.reachedEnd(^uint64(0))
 			return 0, io.EOF
+		case <-f.kick:
 		case <-time.After(f.poll):
 		}
 	}

@@ -47,6 +47,12 @@ func Wait(ctx context.Context, spec Spec) (Report, error) {
 
 	roundCh := make(chan round, 1)
 	inFlight := false
+	// A healthy round waiting for the log to be read up to the moment it ended (see Syncer).
+	syncer, _ := s.Log.(Syncer)
+	var (
+		held   round
+		synced <-chan struct{}
+	)
 	nextProbe := start
 	lastRound := roundKind(255)
 	timer := clock.NewTimer(0)
@@ -62,6 +68,21 @@ func Wait(ctx context.Context, spec Spec) (Report, error) {
 			emit(Progress{Event: "phase", Phase: m.phase, Pct: pctPtr(m.pct)})
 		} else if m.pct != prevPct && m.pct >= 0 {
 			emit(Progress{Event: "progress", Phase: m.phase, Pct: pctPtr(m.pct)})
+		}
+	}
+
+	judge := func(r round, at time.Time) {
+		inFlight = false
+		pp, pc := m.phase, m.pct
+		_, again := m.onRound(r, at)
+		progress(pp, pc)
+		if r.kind != lastRound || r.kind == roundOK {
+			emit(Progress{Event: "probe", Phase: m.phase, Message: r.detail})
+			lastRound = r.kind
+		}
+		nextProbe = at.Add(s.Interval)
+		if again {
+			nextProbe = clock.Now()
 		}
 	}
 
@@ -94,6 +115,10 @@ func Wait(ctx context.Context, spec Spec) (Report, error) {
 			}
 		case err := <-logDone:
 			logCh, logDone = drain(logCh, m, clock.Now()), nil
+			if synced != nil { // the log ended: nothing more will come before the round
+				synced = nil
+				judge(held, clock.Now())
+			}
 			if err != nil {
 				m.notes = append(m.notes, "log stream failed: "+err.Error())
 			}
@@ -107,18 +132,15 @@ func Wait(ctx context.Context, spec Spec) (Report, error) {
 				m.logEnded(clock.Now())
 			}
 		case r := <-roundCh:
-			inFlight = false
-			pp, pc := m.phase, m.pct
-			_, again := m.onRound(r, clock.Now())
-			progress(pp, pc)
-			if r.kind != lastRound || r.kind == roundOK {
-				emit(Progress{Event: "probe", Phase: m.phase, Message: r.detail})
-				lastRound = r.kind
+			if r.kind == roundOK && syncer != nil && logCh != nil && !m.logReady {
+				held, synced = r, syncer.Sync()
+				continue
 			}
-			nextProbe = clock.Now().Add(s.Interval)
-			if again {
-				nextProbe = clock.Now()
-			}
+			judge(r, clock.Now())
+		case <-synced:
+			synced = nil
+			drainNow(logCh, m, clock.Now())
+			judge(held, clock.Now())
 		case <-timer.Chan():
 			m.onTick(clock.Now())
 		}

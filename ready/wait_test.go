@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -154,4 +156,57 @@ func freePortURL(t *testing.T) string {
 	u := srv.URL
 	srv.Close()
 	return u
+}
+
+// Era A answers /health 200 throughout warmup; only the log says the warmup is running. A
+// follower that polls must not lose that race to a fast probe: Wait syncs the log before a
+// healthy round counts. The follower here would not look again for an hour on its own.
+func TestWaitSyncsTheLogBeforeAHealthyProbeCounts(t *testing.T) {
+	var bound atomic.Bool
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !bound.Load() {
+			w.WriteHeader(503)
+			return
+		}
+		w.WriteHeader(200)
+	}))
+	defer srv.Close()
+	path := filepath.Join(t.TempDir(), "server.log")
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	appendLine := func(line string) {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteString(line + "\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log := FollowFile(ctx, path, time.Hour)
+	defer log.Close()
+	clk := clockwork.NewFakeClockAt(t0)
+	var uvicorn, fired bool
+	rep, err, when := drive(t, clk, Spec{Endpoint: srv.URL, Clock: clk, Interval: time.Second, Log: log},
+		func(now time.Duration) {
+			if now >= 5*time.Second && !uvicorn {
+				uvicorn = true
+				appendLine("[2025-02-17 05:20:26] INFO:     Uvicorn running on http://127.0.0.1:30000 (Press CTRL+C to quit)")
+				bound.Store(true)
+			}
+			if now >= 10*time.Second && !fired {
+				fired = true
+				appendLine("[2025-02-17 05:20:31] The server is fired up and ready to roll!")
+			}
+		})
+	if err != nil || rep.Code != CodeReady {
+		t.Fatalf("Wait = %v %+v, want ready", err, rep)
+	}
+	if when < 10*time.Second || when > 11*time.Second+200*time.Millisecond {
+		t.Fatalf("ready claimed at %s, want within one interval after the ready line at 10s (the warmup ran from 5s)", when)
+	}
 }
