@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/incident-replay/incident-replay/fault"
 )
 
 // Matrix runs every (case, tool) pair, several at once.
@@ -27,9 +29,9 @@ type Matrix struct {
 // DefaultParallel is 16 shell pairs per core. A shell loop sleeps on the compressed clock
 // between the processes it starts, but each curl costs ~9 ms of CPU, and under faketime CPU
 // contention turns into scenario time: packed tighter, the founding loops stretch (600 s
-// nominal became 47 min at 64 pairs on 2 cores) and even niced they delay the in-process
-// servers and llmwait enough to change verdicts. Measured on 2 cores, 264-pair demo set:
-// 79 s and no misses at 32 pairs; 64 s with 1-2 timing misses at 64.
+// nominal became 19-21 min at 32 pairs, 26-29 min at 48 and 40 min at 64 on 2 cores) and
+// the Python waiters turn late. Measured on 2 cores, 264-pair demo set: 55 s at 32 pairs,
+// 47-49 s at 48 with the waiters' verdicts drifting.
 func DefaultParallel() int { return 16 * runtime.NumCPU() }
 
 // Run runs the matrix and returns results in (case, tool) order. When ctx ends, pairs in
@@ -45,7 +47,7 @@ func (m Matrix) Run(ctx context.Context, cases []Case, tools []Tool) []Result {
 	var shell, goJobs []job
 	for ci, c := range cases {
 		for ti, t := range tools {
-			cost := Limit(c, t)
+			cost := expectedWall(c, t)
 			if !t.Unscaled && m.Runner.Speed > 0 {
 				cost = time.Duration(float64(cost) / m.Runner.Speed)
 			}
@@ -114,6 +116,35 @@ func (m Matrix) Run(ctx context.Context, cases []Case, tools []Tool) []Result {
 	go feed(goJobs, goPar)
 	wg.Wait()
 	return results
+}
+
+// expectedWall estimates a pair's scenario-time run length, to start the longest first. A
+// count-bound shell loop takes its budget times (interval + probe latency) / interval, and a
+// probe waits for the slowest answer the case gives: a slow health check, or the health
+// timeout of a server that died but keeps its port (zombie, wedge). The harness cuts it at
+// MaxExtension times the limit.
+func expectedWall(c Case, t Tool) time.Duration {
+	limit := Limit(c, t)
+	if t.Wait != nil || t.Interval <= 0 {
+		return limit
+	}
+	lat := c.HealthLatency()
+	if c.Scenario != nil {
+		for _, f := range c.Scenario.Faults {
+			if f.Kind == fault.SlowHealth {
+				lat = max(lat, time.Second+f.Latency)
+			}
+		}
+		if c.Scenario.Expect.Dead != nil && c.Scenario.Expect.ExitCode == nil {
+			timeout := 20 * time.Second
+			if c.Compiled != nil && c.Compiled.Behavior.HealthTimeout > 0 {
+				timeout = c.Compiled.Behavior.HealthTimeout.D()
+			}
+			lat = max(lat, timeout)
+		}
+	}
+	est := time.Duration(float64(limit) * float64(t.Interval+lat) / float64(t.Interval))
+	return min(est, time.Duration(MaxExtension*float64(limit)))
 }
 
 func progressWord(r Result) string {

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -98,5 +99,49 @@ func TestShellRunReleasesFaketimeObjects(t *testing.T) {
 		if _, err := os.Stat(f); !os.IsNotExist(err) {
 			t.Errorf("%s left behind (stat: %v)", f, err)
 		}
+	}
+}
+
+// Past its limit a loop is given more time while it still starts processes, even when its
+// sleeps are a bash builtin and no scan catches a child alive; a tool blocked in one call
+// shows no progress.
+func TestScanGroupSeesALoopProgress(t *testing.T) {
+	needShell(t, 1, "sleep", "sh")
+	if sleepPrelude() == "" {
+		t.Skip("bash's loadable sleep is not installed (Debian: bash-builtins)")
+	}
+	// Each child burns about a clock tick of CPU, so its parent's reaped time grows.
+	const busyChild = `sh -c 'i=0; while [ $i -lt 10000 ]; do i=$((i+1)); done'`
+	cases := []struct {
+		name   string
+		script string
+		want   bool
+	}{
+		{"loop with builtin sleep", `while :; do ` + busyChild + `; sleep 0.3; done`, true},
+		{"blocked in one call", "`type -P sleep` 30", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command("bash", "-c", sleepPrelude()+c.script)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				_ = cmd.Wait()
+			}()
+			time.Sleep(500 * time.Millisecond)
+			first := scanGroup(cmd.Process.Pid)
+			time.Sleep(time.Second)
+			second := scanGroup(cmd.Process.Pid)
+			if len(second.reaped) == 0 {
+				t.Fatal("the scan found no process in the group")
+			}
+			if got := second.progressed(first); got != c.want {
+				t.Fatalf("progressed = %v, want %v (scans %v then %v)", got, c.want, first.reaped, second.reaped)
+			}
+		})
 	}
 }
