@@ -5,6 +5,8 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -34,6 +36,25 @@ var _ = Describe("fakesglang in a container", Label("container"), func() {
 		Expect(string(logs)).To(MatchRegexp(`INFO:     172\.\d+\.\d+\.\d+:\d+ - "GET /health`))
 		truth := fakeserver.GroundTruth(must(c.Journal(ctx)))
 		Expect(truth.ReadyOK).To(BeTrue())
+	}, SpecTimeout(2*time.Minute))
+
+	It("writes its log and journal into a bind-mounted host directory as it runs", func(ctx SpecContext) {
+		dir := GinkgoT().TempDir()
+		c := runContainer(ctx, fakeserver.WithScenario("s0-happy-era-a"), fakeserver.WithSpeed(50), fakeserver.WithHostDir(dir))
+		lctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		log := ready.FollowFile(lctx, filepath.Join(dir, fakeserver.HostLog), 5*time.Millisecond)
+		defer log.Close()
+		// Era A answers /health 200 during warmup; only the log (as it is written) tells.
+		rep, err := ready.Wait(ctx, ready.Spec{Endpoint: c.BaseURL(), Timeout: 90 * time.Second, Interval: 100 * time.Millisecond, Log: log})
+		Expect(err).NotTo(HaveOccurred(), rep.Verdict())
+		truth := fakeserver.GroundTruth(must(c.Journal(ctx)))
+		Expect(truth.ReadyOK).To(BeTrue(), "the journal read from the host directory has the ready state")
+		hostLog := string(must(os.ReadFile(filepath.Join(dir, fakeserver.HostLog))))
+		Expect(hostLog).To(ContainSubstring("The server is fired up and ready to roll!"))
+		for _, line := range strings.Split(strings.TrimSpace(string(must(c.Logs(ctx)))), "\n") {
+			Expect(hostLog).To(ContainSubstring(strings.TrimRight(line, "\r")), "every line Docker has is in the host file")
+		}
 	}, SpecTimeout(2*time.Minute))
 
 	It("dies with 137 on an OOM-style timeline and never binds", func(ctx SpecContext) {

@@ -29,7 +29,6 @@ var containerUnpinned = map[string]string{
 	"curl-strict": "docker-proxy accepts connections while the server is down, so curl gets an empty reply (exit 52), which --retry does not retry: it gives up at once instead of running out its retries",
 	"k8s-kserve":  "docker-proxy resets connections while the server is down, which the probe counts as failures at a different pace than ECONNREFUSED",
 	"k8s-sglang":  "it claims ready when the container runs, and in containers the tool starts 0.4-0.6 s of wall time (25-35 s of scenario time at 60x) after the server's clock: past t_ready in the short scenarios",
-	"llmwait":     "its log arrives through docker logs and testcontainers' reconnecting stream, late or with gaps; era A's readiness and the zombie crash depend on log lines (in-process and binary runs assert every verdict in llmwait_test.go)",
 }
 
 // matrixEntries is one entry per (scenario, tool) pair: the pinned verdict, or "" where the

@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -39,6 +40,7 @@ const (
 	// ContainerPort is where fakesglang listens inside the container.
 	ContainerPort = "30000/tcp"
 	journalPath   = "/journal.jsonl"
+	hostDirMount  = "/run/fakesglang" // WithHostDir's mount point
 	scenarioPath  = "/scenario.yaml"
 	imageRepo     = "incident-replay/fakesglang"
 )
@@ -105,6 +107,7 @@ func ownerGone(owner string) bool {
 type Container struct {
 	testcontainers.Container
 	baseURL string
+	hostDir string // WithHostDir: the journal and log are read here, not through Docker
 }
 
 type options struct {
@@ -113,6 +116,7 @@ type options struct {
 	seed     int64
 	flags    []string
 	env      map[string]string
+	hostDir  string
 }
 
 // Option configures Run. It is also a testcontainers.ContainerCustomizer, so module options
@@ -154,6 +158,34 @@ func WithFlags(flags ...string) Option {
 	return func(o *options) error { o.flags = append(o.flags, flags...); return nil }
 }
 
+// WithHostDir bind-mounts dir (on the Docker host, which must be this host) into the
+// container and has fakesglang write its journal and a copy of its log there, as journal.jsonl
+// and server.log: a tool tails the log as the server writes it (Docker's log stream can lag by
+// seconds, which at 60x is minutes of scenario time), and the journal is read without a copy
+// out of the container. The directory is made writable for the container's user.
+func WithHostDir(dir string) Option {
+	return func(o *options) error {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return fmt.Errorf("WithHostDir: %w", err)
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return fmt.Errorf("WithHostDir: %s is not a directory (create it first)", abs)
+		}
+		if err := os.Chmod(abs, 0o777); err != nil {
+			return fmt.Errorf("WithHostDir: %w", err)
+		}
+		o.hostDir = abs
+		return nil
+	}
+}
+
+// HostLog and HostJournal name the files WithHostDir has fakesglang write in its directory.
+const (
+	HostLog     = "server.log"
+	HostJournal = "journal.jsonl"
+)
+
 // WithEnv sets environment variables (SGLANG_HEALTH_CHECK_TIMEOUT, ...).
 func WithEnv(env map[string]string) Option {
 	return func(o *options) error {
@@ -179,11 +211,21 @@ func Run(ctx context.Context, image string, opts ...testcontainers.ContainerCust
 			}
 		}
 	}
-	args := []string{"--host", "0.0.0.0", "--port", "30000", "--journal", journalPath,
+	journal := journalPath
+	if o.hostDir != "" {
+		journal = path.Join(hostDirMount, HostJournal)
+	}
+	args := []string{"--host", "0.0.0.0", "--port", "30000", "--journal", journal,
 		"--speed", strconv.FormatFloat(o.speed, 'g', -1, 64), "--seed", strconv.FormatInt(o.seed, 10)}
 	base := []testcontainers.ContainerCustomizer{
 		loopbackPorts(ContainerPort),
 		testcontainers.WithLabels(map[string]string{LabelProject: ProjectName, LabelRun: RunID, LabelOwner: Owner}),
+	}
+	if o.hostDir != "" {
+		args = append(args, "--log-file", path.Join(hostDirMount, HostLog))
+		base = append(base, testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			hc.Binds = append(hc.Binds, o.hostDir+":"+hostDirMount)
+		}))
 	}
 	if o.scenario != "" {
 		if _, err := os.Stat(o.scenario); err == nil {
@@ -203,7 +245,7 @@ func Run(ctx context.Context, image string, opts ...testcontainers.ContainerCust
 	ctr, err := testcontainers.Run(ctx, image, append(base, opts...)...)
 	var c *Container
 	if ctr != nil {
-		c = &Container{Container: ctr}
+		c = &Container{Container: ctr, hostDir: o.hostDir}
 	}
 	if err != nil {
 		return c, fmt.Errorf("run fakesglang: %w", err)
@@ -247,6 +289,14 @@ func (c *Container) Logs(ctx context.Context) ([]byte, error) {
 
 // Journal implements Target; it works on a running or an exited container.
 func (c *Container) Journal(ctx context.Context) ([]Record, error) {
+	if c.hostDir != "" {
+		b, err := os.ReadFile(filepath.Join(c.hostDir, HostJournal))
+		if err != nil {
+			return nil, fmt.Errorf("fakesglang journal: %w", err)
+		}
+		// Records are written one Write each; a read that races one ends on a whole line.
+		return ReadJournal(bytes.NewReader(b[:bytes.LastIndexByte(b, '\n')+1]))
+	}
 	rc, err := c.CopyFileFromContainer(ctx, journalPath)
 	if err != nil {
 		return nil, fmt.Errorf("fakesglang journal: %w", err)

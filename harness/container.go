@@ -24,7 +24,8 @@ import (
 // fakeserver.Sweep removes any that an interrupted run leaves.
 type Container struct {
 	Image string
-	// Dir holds each run's copy of the container log (tools may tail it); "" uses os.TempDir.
+	// Dir holds each run's directory, bind-mounted into its container: the server's log (tools
+	// tail it) and journal. "" uses os.TempDir.
 	Dir string
 }
 
@@ -53,12 +54,9 @@ func (l Container) Launch(ctx context.Context, c Case, speed float64) (Target, e
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(dir, "server.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
-		os.RemoveAll(dir)
-		return nil, err
-	}
+	// fakesglang writes its log and journal straight into dir (a bind mount): Docker's log
+	// stream can deliver lines seconds late, minutes of scenario time at 60x.
+	logPath := filepath.Join(dir, fakeserver.HostLog)
 	// A scenario file on this host is copied in; a catalogue scenario (whose Path names its
 	// place inside the embedded catalogue) is looked up by name in the image.
 	source := c.Name
@@ -67,11 +65,10 @@ func (l Container) Launch(ctx context.Context, c Case, speed float64) (Target, e
 			source = c.Scenario.Path
 		}
 	}
-	t := &ctrTarget{dir: dir, log: logPath, logf: logf, start: c.Timeline.Start, speed: speed, done: make(chan struct{})}
+	t := &ctrTarget{dir: dir, log: logPath, start: c.Timeline.Start, speed: speed, done: make(chan struct{})}
 	ctr, err := fakeserver.Run(context.WithoutCancel(ctx), l.Image,
 		fakeserver.WithScenario(source), fakeserver.WithSpeed(speed),
-		fakeserver.WithSeed(c.seed()),
-		testcontainers.WithLogConsumers(fileConsumer{f: logf, mu: &t.mu}),
+		fakeserver.WithSeed(c.seed()), fakeserver.WithHostDir(dir),
 	)
 	t.ctr = ctr
 	if err != nil {
@@ -123,17 +120,6 @@ func clockOrigin(recs []fakeserver.Record, speed float64) (time.Time, bool) {
 	return origin, !origin.IsZero()
 }
 
-type fileConsumer struct {
-	f  *os.File
-	mu *sync.Mutex
-}
-
-func (c fileConsumer) Accept(l testcontainers.Log) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, _ = c.f.Write(l.Content)
-}
-
 type ctrTarget struct {
 	ctr    *fakeserver.Container
 	clock  replay.Clock
@@ -142,7 +128,6 @@ type ctrTarget struct {
 	start  time.Time
 	dir    string
 	log    string
-	logf   *os.File
 
 	mu     sync.Mutex
 	done   chan struct{}
@@ -226,12 +211,6 @@ func (t *ctrTarget) Close(ctx context.Context) error {
 	var err error
 	if t.ctr != nil {
 		err = t.ctr.Stop(ctx)
-	}
-	t.mu.Lock()
-	cerr := t.logf.Close()
-	t.mu.Unlock()
-	if err == nil && cerr != nil && !errors.Is(cerr, os.ErrClosed) {
-		err = cerr
 	}
 	if rerr := os.RemoveAll(t.dir); err == nil {
 		err = rerr
