@@ -121,30 +121,8 @@ var _ = Describe("scenario x tool matrix in-process", Ordered, ContinueOnFailure
 	}, matrixEntries(all, false))
 })
 
-// containerLaunchWindow is the scenario time within which a server that dies can beat the
-// container launch itself (create, start, read the mapped port): ~170 ms of wall time at 60x.
-// Such a container has no port mapping left to read by then, and its exit races the
-// watchers, so those scenarios (nccl-init-error, s5) are scored in-process only.
-const containerLaunchWindow = 10 * time.Second
-
-// containerScenarios leaves out the scenarios whose server dies within the launch window.
-func containerScenarios(all []*scenarios.Scenario) []*scenarios.Scenario {
-	var out []*scenarios.Scenario
-	for _, s := range all {
-		c, err := scenarios.Compile(s, 1)
-		if err == nil {
-			if d := c.Predict().Dead; d != nil && *d < containerLaunchWindow {
-				continue
-			}
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
 var _ = Describe("scenario x tool matrix in containers", Ordered, ContinueOnFailure, Label("container"), func() {
-	catalogue, loadErr := scenarios.Catalogue()
-	all := containerScenarios(catalogue)
+	all, loadErr := scenarios.Catalogue()
 	var results map[pairKey]harness.Result
 	BeforeAll(func(ctx SpecContext) {
 		Expect(loadErr).NotTo(HaveOccurred())

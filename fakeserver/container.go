@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -218,7 +220,6 @@ func Run(ctx context.Context, image string, opts ...testcontainers.ContainerCust
 	args := []string{"--host", "0.0.0.0", "--port", "30000", "--journal", journal,
 		"--speed", strconv.FormatFloat(o.speed, 'g', -1, 64), "--seed", strconv.FormatInt(o.seed, 10)}
 	base := []testcontainers.ContainerCustomizer{
-		loopbackPorts(ContainerPort),
 		testcontainers.WithLabels(map[string]string{LabelProject: ProjectName, LabelRun: RunID, LabelOwner: Owner}),
 	}
 	if o.hostDir != "" {
@@ -242,24 +243,52 @@ func Run(ctx context.Context, image string, opts ...testcontainers.ContainerCust
 	if len(o.env) > 0 {
 		base = append(base, testcontainers.WithEnv(o.env))
 	}
-	ctr, err := testcontainers.Run(ctx, image, append(base, opts...)...)
-	var c *Container
-	if ctr != nil {
-		c = &Container{Container: ctr, hostDir: o.hostDir}
+	// The host port is picked here, not left to Docker: a server that dies within the launch
+	// (nccl-init-error exits ~100 ms in) has no port mapping left to inspect by the time Run
+	// returns, and its URL must still be known. Another process can take the port between the
+	// pick and Docker's bind; then Docker refuses, and a fresh port is tried.
+	for attempt := 1; ; attempt++ {
+		port, err := freeLoopbackPort()
+		if err != nil {
+			return nil, fmt.Errorf("run fakesglang: %w", err)
+		}
+		all := append(append(slices.Clip(base), loopbackPort(port, ContainerPort)), opts...)
+		ctr, err := testcontainers.Run(ctx, image, all...)
+		var c *Container
+		if ctr != nil {
+			c = &Container{Container: ctr, hostDir: o.hostDir, baseURL: "http://127.0.0.1:" + strconv.Itoa(port)}
+		}
+		if err != nil && attempt < 3 && portTaken(err) {
+			if c != nil {
+				_ = c.Stop(context.WithoutCancel(ctx))
+			}
+			continue
+		}
+		if err != nil {
+			return c, fmt.Errorf("run fakesglang: %w", err)
+		}
+		return c, nil
 	}
-	if err != nil {
-		return c, fmt.Errorf("run fakesglang: %w", err)
-	}
-	if c.baseURL, err = ctr.PortEndpoint(ctx, ContainerPort, "http"); err != nil {
-		return c, fmt.Errorf("run fakesglang: mapped port: %w", err)
-	}
-	return c, nil
 }
 
-// loopbackPorts exposes ports and publishes each on 127.0.0.1 with a random host port.
-func loopbackPorts(ports ...string) testcontainers.CustomizeRequestOption {
+func freeLoopbackPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("pick a loopback port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func portTaken(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "port is already allocated") || strings.Contains(msg, "address already in use")
+}
+
+// loopbackPort exposes the container port and publishes it on 127.0.0.1:hostPort.
+func loopbackPort(hostPort int, port string) testcontainers.CustomizeRequestOption {
 	return func(req *testcontainers.GenericContainerRequest) error {
-		if err := testcontainers.WithExposedPorts(ports...)(req); err != nil {
+		if err := testcontainers.WithExposedPorts(port)(req); err != nil {
 			return err
 		}
 		lo := netip.MustParseAddr("127.0.0.1")
@@ -267,14 +296,12 @@ func loopbackPorts(ports ...string) testcontainers.CustomizeRequestOption {
 			if hc.PortBindings == nil {
 				hc.PortBindings = network.PortMap{}
 			}
-			for _, p := range ports {
-				hc.PortBindings[network.MustParsePort(p)] = []network.PortBinding{{HostIP: lo}}
-			}
+			hc.PortBindings[network.MustParsePort(port)] = []network.PortBinding{{HostIP: lo, HostPort: strconv.Itoa(hostPort)}}
 		})(req)
 	}
 }
 
-// BaseURL implements Target: http://127.0.0.1:<mapped port>.
+// BaseURL implements Target: http://127.0.0.1:<published port>.
 func (c *Container) BaseURL() string { return c.baseURL }
 
 // Logs implements Target.

@@ -78,3 +78,25 @@ func TestPruneImages(t *testing.T) {
 		t.Fatalf("prune all: %d (%v), want 1", n, err)
 	}
 }
+
+// WithHostDir refuses what cannot be bind-mounted as a run directory, and opens a good one to
+// the container's user.
+func TestWithHostDir(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{filepath.Join(dir, "missing"), file} {
+		if err := WithHostDir(bad)(&options{}); err == nil || !strings.Contains(err.Error(), "is not a directory") {
+			t.Errorf("WithHostDir(%s) = %v, want a not-a-directory error", bad, err)
+		}
+	}
+	var o options
+	if err := WithHostDir(dir)(&o); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o777 || o.hostDir != dir {
+		t.Fatalf("after WithHostDir: mode %v, hostDir %q (err %v); want 0777 and %q", st.Mode().Perm(), o.hostDir, err, dir)
+	}
+}

@@ -190,6 +190,23 @@ func (t *ctrTarget) Exited() (int, bool) {
 	return t.code, t.exited
 }
 
+// CatchUp implements catcher. The server runs in its own process, so nothing can run its
+// timeline on demand; instead the journal is read only once the server's clock, as aligned,
+// is past at by catchUpGrace of wall time, for its timers to have fired (a tool that saw s5's
+// traceback claims before the wedge right after it is journaled).
+func (t *ctrTarget) CatchUp(at time.Time) {
+	if at.IsZero() {
+		return
+	}
+	d := time.Duration(float64(t.clock.Until(at))/t.speed) + catchUpGrace
+	if d > 0 {
+		time.Sleep(min(d, time.Second))
+	}
+}
+
+// catchUpGrace is the wall time a container's timer is given to fire past its due instant.
+const catchUpGrace = 100 * time.Millisecond
+
 func (t *ctrTarget) Journal() ([]fakeserver.Record, error) {
 	return t.ctr.Journal(context.Background())
 }
