@@ -278,11 +278,11 @@ func latencyText(c LatencyCell) string {
 		if len(c.Ended) > 0 {
 			ended := LatencyCell{Samples: c.Ended}
 			e, _ := ended.Median()
-			return fmt.Sprintf("%s at %s", verdict, fmtDur(e))
+			return fmt.Sprintf("%s at %s", verdict, FormatDuration(e))
 		}
 		return verdict
 	}
-	s := fmt.Sprintf("%s (%s)", fmtDur(m), verdict)
+	s := fmt.Sprintf("%s (%s)", FormatDuration(m), verdict)
 	if n := c.Runs(); n > 1 {
 		s += fmt.Sprintf(" %d/%d", len(c.Samples), n)
 	}

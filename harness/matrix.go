@@ -152,7 +152,7 @@ func progressWord(r Result) string {
 	case r.Err != nil:
 		return "ERROR " + r.Err.Error()
 	case r.Expect != "" && r.Verdict != r.Expect:
-		return fmt.Sprintf("%s (expected %s) at %s, wall %.1fs", r.Verdict, r.Expect, fmtDur(r.ClaimAfter()), r.Wall.Seconds())
+		return fmt.Sprintf("%s (expected %s) at %s, wall %.1fs", r.Verdict, r.Expect, FormatDuration(r.ClaimAfter()), r.Wall.Seconds())
 	}
-	return fmt.Sprintf("%s at %s, wall %.1fs", r.Verdict, fmtDur(r.ClaimAfter()), r.Wall.Seconds())
+	return fmt.Sprintf("%s at %s, wall %.1fs", r.Verdict, FormatDuration(r.ClaimAfter()), r.Wall.Seconds())
 }

@@ -78,7 +78,7 @@ func cellText(r Result) string {
 	if t == "" {
 		t = string(r.Verdict)
 	}
-	t += " " + fmtDur(r.ClaimAfter())
+	t += " " + FormatDuration(r.ClaimAfter())
 	if r.Unscaled {
 		t += "~"
 	}
@@ -230,7 +230,7 @@ func (s Scorecard) WriteJUnit(w io.Writer) error {
 				continue
 			}
 			c := junitCase{Name: r.Scenario, Classname: t, Time: r.Wall.Seconds(),
-				SystemOut: fmt.Sprintf("verdict %s at %s: %s\n%s", r.Verdict, fmtDur(r.ClaimAfter()), r.Reason, r.Output)}
+				SystemOut: fmt.Sprintf("verdict %s at %s: %s\n%s", r.Verdict, FormatDuration(r.ClaimAfter()), r.Reason, r.Output)}
 			switch {
 			case r.Err != nil:
 				c.Error = &junitMessage{Message: r.Err.Error(), Type: "error"}

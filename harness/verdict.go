@@ -56,7 +56,7 @@ func (t Truth) At(x time.Time) string {
 	if x.IsZero() {
 		return "-"
 	}
-	return fmtDur(x.Sub(t.Start))
+	return FormatDuration(x.Sub(t.Start))
 }
 
 // Outcome is how a tool run ended.
@@ -125,13 +125,13 @@ func Classify(tr Truth, c Claim, p Policy) (Verdict, string) {
 		case !everReady:
 			return FalseReady, "claimed ready at " + tr.At(c.At) + "; the server never became ready"
 		case c.At.Before(tr.Ready):
-			return FalseReady, fmt.Sprintf("claimed ready at %s, %s before t_ready %s", tr.At(c.At), fmtDur(tr.Ready.Sub(c.At)), tr.At(tr.Ready))
+			return FalseReady, fmt.Sprintf("claimed ready at %s, %s before t_ready %s", tr.At(c.At), FormatDuration(tr.Ready.Sub(c.At)), tr.At(tr.Ready))
 		case !tr.Dead.IsZero() && !c.At.Before(tr.Dead):
 			return FalseReady, "claimed ready at " + tr.At(c.At) + " after the server died at " + tr.At(tr.Dead)
 		case c.At.Sub(tr.Ready) <= p.Slack:
-			return ReadyOK, fmt.Sprintf("ready %s after t_ready (slack %s)", fmtDur(c.At.Sub(tr.Ready)), fmtDur(p.Slack))
+			return ReadyOK, fmt.Sprintf("ready %s after t_ready (slack %s)", FormatDuration(c.At.Sub(tr.Ready)), FormatDuration(p.Slack))
 		default:
-			return ReadyLate, fmt.Sprintf("ready %s after t_ready (slack %s)", fmtDur(c.At.Sub(tr.Ready)), fmtDur(p.Slack))
+			return ReadyLate, fmt.Sprintf("ready %s after t_ready (slack %s)", FormatDuration(c.At.Sub(tr.Ready)), FormatDuration(p.Slack))
 		}
 	}
 	// ClaimFailed.
@@ -148,12 +148,13 @@ func Classify(tr Truth, c Claim, p Policy) (Verdict, string) {
 		// Includes failing before t_dead: a preflight that predicted the death.
 		return FailedFast, fmt.Sprintf("failed at %s, server died at %s", tr.At(c.At), tr.At(tr.Dead))
 	default:
-		return FailedSlow, fmt.Sprintf("failed at %s, %s after the server died at %s", tr.At(c.At), fmtDur(c.At.Sub(tr.Dead)), tr.At(tr.Dead))
+		return FailedSlow, fmt.Sprintf("failed at %s, %s after the server died at %s", tr.At(c.At), FormatDuration(c.At.Sub(tr.Dead)), tr.At(tr.Dead))
 	}
 }
 
-// fmtDur prints a scenario duration compactly: 95s, 11m00s, 1.2s.
-func fmtDur(d time.Duration) string {
+// FormatDuration prints a scenario duration as the scorecard and the report do: 1.2s, 95s,
+// 11m00s.
+func FormatDuration(d time.Duration) string {
 	neg := d < 0
 	if neg {
 		d = -d

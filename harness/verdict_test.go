@@ -73,8 +73,8 @@ func TestFmtDur(t *testing.T) {
 		11 * time.Minute:        "11m00s",
 		-3 * time.Second:        "-3.0s",
 	} {
-		if got := fmtDur(d); got != want {
-			t.Errorf("fmtDur(%v) = %q, want %q", d, got, want)
+		if got := FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
 		}
 	}
 }

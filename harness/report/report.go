@@ -244,9 +244,9 @@ func cellHTML(r run) string {
 		cls += " miss"
 		extra = "<small>exp " + shortVerdict[res.Expect] + "</small>"
 	case res.Expect != "":
-		extra = "<small>✓ " + fmtDur(r.tl.ClaimAt) + "</small>"
+		extra = "<small>✓ " + harness.FormatDuration(r.tl.ClaimAt) + "</small>"
 	default:
-		extra = "<small>" + fmtDur(r.tl.ClaimAt) + "</small>"
+		extra = "<small>" + harness.FormatDuration(r.tl.ClaimAt) + "</small>"
 	}
 	if res.Unscaled {
 		extra += "<small>1×</small>"

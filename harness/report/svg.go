@@ -81,11 +81,11 @@ func (t Timeline) claimText() string {
 	case t.Err != nil:
 		return "harness error: " + t.Err.Error()
 	case t.Claim == harness.ClaimReady:
-		return "claimed ready at " + fmtDur(t.ClaimAt)
+		return "claimed ready at " + harness.FormatDuration(t.ClaimAt)
 	case t.Claim == harness.ClaimFailed:
-		return "gave up at " + fmtDur(t.ClaimAt)
+		return "gave up at " + harness.FormatDuration(t.ClaimAt)
 	}
-	return "still waiting at " + fmtDur(t.ClaimAt) + ": killed at the harness limit"
+	return "still waiting at " + harness.FormatDuration(t.ClaimAt) + ": killed at the harness limit"
 }
 
 func (t Timeline) speedText() string {
@@ -94,7 +94,7 @@ func (t Timeline) speedText() string {
 	}
 	s := fmt.Sprintf("replayed at %g×", t.Speed)
 	if t.Wall > 0 {
-		s += fmt.Sprintf(": %s of scenario time in %.1fs wall", fmtDur(t.Duration), t.Wall.Seconds())
+		s += fmt.Sprintf(": %s of scenario time in %.1fs wall", harness.FormatDuration(t.Duration), t.Wall.Seconds())
 	}
 	return s
 }
@@ -225,7 +225,7 @@ func (t Timeline) svg(b *strings.Builder, o Options) {
 			continue
 		}
 		fmt.Fprintf(b, `<rect class="ph ph-%s" x="%s" y="%s" width="%s" height="%d" data-from="%s" data-to="%s"><title>%s %s–%s</title></rect>`,
-			phaseClass(bd.Phase), num(x0), num(yBand), num(x1-x0), bandH, secs(bd.From), secs(bd.To), bd.Phase, fmtDur(bd.From), fmtDur(bd.To))
+			phaseClass(bd.Phase), num(x0), num(yBand), num(x1-x0), bandH, secs(bd.From), secs(bd.To), bd.Phase, harness.FormatDuration(bd.From), harness.FormatDuration(bd.To))
 		if x1-x0 >= textW(string(bd.Phase), 10)+6 {
 			fmt.Fprintf(b, `<text class="bl bl-%s" x="%s" y="%s">%s</text>`, phaseClass(bd.Phase), num((x0+x1)/2), num(yBand+15), bd.Phase)
 		}
@@ -346,26 +346,4 @@ func tickLabel(d time.Duration) string {
 		return strconv.Itoa(m) + "m"
 	}
 	return fmt.Sprintf("%dm%02ds", m, s)
-}
-
-// fmtDur prints a scenario offset compactly (as the scorecard does): 4.2s, 95s, 10m33s.
-func fmtDur(d time.Duration) string {
-	neg := d < 0
-	if neg {
-		d = -d
-	}
-	var s string
-	switch {
-	case d < 10*time.Second:
-		s = strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + "s"
-	case d < 2*time.Minute:
-		s = strconv.Itoa(int(d.Round(time.Second).Seconds())) + "s"
-	default:
-		d = d.Round(time.Second)
-		s = fmt.Sprintf("%dm%02ds", int(d/time.Minute), int((d%time.Minute)/time.Second))
-	}
-	if neg {
-		return "-" + s
-	}
-	return s
 }

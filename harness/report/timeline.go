@@ -255,7 +255,7 @@ func marks(tr harness.Truth, g fakeserver.Truth) []Mark {
 			return
 		}
 		m := Mark{Name: name, At: at.Sub(tr.Start), Predicted: !inJournal}
-		m.Label = name + " " + fmtDur(m.At) + suffix
+		m.Label = name + " " + harness.FormatDuration(m.At) + suffix
 		if m.Predicted {
 			m.Label += " (predicted)"
 		}
