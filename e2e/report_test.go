@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/xml"
 	"fmt"
 	"image/png"
 	"math"
@@ -21,6 +20,7 @@ import (
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/harness"
 	"github.com/incident-replay/incident-replay/harness/report"
+	"github.com/incident-replay/incident-replay/harness/report/svgtest"
 	"github.com/incident-replay/incident-replay/scenarios"
 )
 
@@ -34,39 +34,22 @@ var (
 // markTolerance is how far (SVG units) a marker may sit from the journal's time.
 const markTolerance = 1.0
 
-// svgNode is a generic SVG element tree.
-type svgNode struct {
-	XMLName xml.Name
-	Attrs   []xml.Attr `xml:",any,attr"`
-	Nodes   []svgNode  `xml:",any"`
-	Text    string     `xml:",chardata"`
-}
+// svgNode is the report's SVG read back as a tree.
+type svgNode struct{ svgtest.Node }
 
-func (n svgNode) attr(name string) string {
-	for _, a := range n.Attrs {
-		if a.Name.Local == name {
-			return a.Value
-		}
-	}
-	return ""
-}
+func (n svgNode) attr(name string) string { return n.Attr(name) }
 
 func (n svgNode) float(name string) float64 {
-	f, err := strconv.ParseFloat(n.attr(name), 64)
-	Expect(err).NotTo(HaveOccurred(), "attribute %s of <%s>", name, n.XMLName.Local)
+	f, err := n.Float(name)
+	Expect(err).NotTo(HaveOccurred())
 	return f
 }
-
-func (n svgNode) hasClass(c string) bool { return strings.Contains(" "+n.attr("class")+" ", " "+c+" ") }
 
 // find returns every descendant whose class list holds c.
 func (n svgNode) find(c string) []svgNode {
 	var out []svgNode
-	for _, k := range n.Nodes {
-		if k.hasClass(c) {
-			out = append(out, k)
-		}
-		out = append(out, k.find(c)...)
+	for _, k := range n.Find(c) {
+		out = append(out, svgNode{k})
 	}
 	return out
 }
@@ -86,7 +69,7 @@ func plotted(ns []svgNode) []svgNode {
 func (n svgNode) child(local string) svgNode {
 	for _, k := range n.Nodes {
 		if k.XMLName.Local == local {
-			return k
+			return svgNode{k}
 		}
 	}
 	Fail(fmt.Sprintf("<%s class=%q> has no <%s>", n.XMLName.Local, n.attr("class"), local))
@@ -197,8 +180,9 @@ var _ = Describe("the HTML report", Ordered, ContinueOnFailure, Label("inprocess
 		for _, r := range results {
 			raw, err := os.ReadFile(filepath.Join(dir, "runs", r.Scenario+"--"+r.Tool+".svg"))
 			Expect(err).NotTo(HaveOccurred())
-			var root svgNode
-			Expect(xml.Unmarshal(raw, &root)).To(Succeed(), "%s x %s: not well-formed SVG", r.Scenario, r.Tool)
+			tree, err := svgtest.Parse(raw)
+			Expect(err).NotTo(HaveOccurred(), "%s x %s", r.Scenario, r.Tool)
+			root := svgNode{tree}
 			left, right, tmax := root.float("data-plot-left"), root.float("data-plot-right"), root.float("data-tmax")
 			x := func(d time.Duration) float64 { return left + (right-left)*d.Seconds()/tmax }
 
@@ -304,10 +288,9 @@ var _ = Describe("the HTML report", Ordered, ContinueOnFailure, Label("inprocess
 		if os.Getenv("UPDATE_DOCS") == "1" {
 			// docs/founding-incident.png: the founding run's picture alone, at its natural width.
 			svg := filepath.Join(dir, "runs", "hicache-48-cold-start--founding-loop-1.svg")
-			var root svgNode
 			raw, err := os.ReadFile(svg)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(xml.Unmarshal(raw, &root)).To(Succeed())
+			root := svgNode{must(svgtest.Parse(raw))}
 			h := int(math.Ceil(root.float("height")))
 			chromium(ctx, bin, fmt.Sprintf("--window-size=%d,%d", report.Width, h), "--force-device-scale-factor=2", "--screenshot="+filepath.Join(repoRoot(), "docs", "founding-incident.png"), "file://"+svg)
 		}

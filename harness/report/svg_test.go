@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/xml"
 	"math"
 	"strconv"
 	"strings"
@@ -11,35 +10,23 @@ import (
 
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/harness"
+	"github.com/incident-replay/incident-replay/harness/report/svgtest"
 )
 
-type node struct {
-	XMLName xml.Name
-	Attrs   []xml.Attr `xml:",any,attr"`
-	Nodes   []node     `xml:",any"`
-	Text    string     `xml:",chardata"`
-}
+// node adds the report's own font-size rules to the generic tree.
+type node struct{ svgtest.Node }
 
-func (n node) attr(k string) string {
-	for _, a := range n.Attrs {
-		if a.Name.Local == k {
-			return a.Value
-		}
-	}
-	return ""
-}
+func (n node) attr(k string) string  { return n.Attr(k) }
+func (n node) has(class string) bool { return n.HasClass(class) }
+func (n node) child(i int) node      { return node{n.Nodes[i]} }
 
 func (n node) num(t *testing.T, k string) float64 {
 	t.Helper()
-	f, err := strconv.ParseFloat(n.attr(k), 64)
+	f, err := n.Float(k)
 	if err != nil {
-		t.Fatalf("<%s> %s=%q: %v", n.XMLName.Local, k, n.attr(k), err)
+		t.Fatal(err)
 	}
 	return f
-}
-
-func (n node) has(class string) bool {
-	return strings.Contains(" "+n.attr("class")+" ", " "+class+" ")
 }
 
 // walk visits every element with the font size it inherits from its classes.
@@ -61,17 +48,17 @@ func (n node) walkAt(fn func(n node, size, dy float64), size, dy float64) {
 	}
 	fn(n, size, dy)
 	for _, k := range n.Nodes {
-		k.walkAt(fn, size, dy)
+		node{k}.walkAt(fn, size, dy)
 	}
 }
 
 func parse(t *testing.T, b []byte) node {
 	t.Helper()
-	var n node
-	if err := xml.Unmarshal(b, &n); err != nil {
-		t.Fatalf("not well-formed SVG: %v", err)
+	n, err := svgtest.Parse(b)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return n
+	return node{n}
 }
 
 func render(t *testing.T, tl Timeline, o Options) []byte {
@@ -99,7 +86,7 @@ func TestSVGPlacesEventsAtTheirTimes(t *testing.T) {
 	root.walk(func(n node, _ float64) {
 		for cls := range want {
 			if n.has(cls) && n.attr("data-at") != "" {
-				got[cls] = n.Nodes[0].num(t, "x1")
+				got[cls] = n.child(0).num(t, "x1")
 			}
 		}
 		if n.has("tk") && n.attr("d") != "" && strings.Contains(n.attr("d"), "v9") {
@@ -107,7 +94,7 @@ func TestSVGPlacesEventsAtTheirTimes(t *testing.T) {
 		}
 		if n.has("claim") && n.attr("data-at") != "" {
 			claims++
-			cx, _ := strconv.ParseFloat(strings.Fields(strings.TrimPrefix(n.Nodes[0].attr("d"), "M"))[0], 64)
+			cx, _ := strconv.ParseFloat(strings.Fields(strings.TrimPrefix(n.child(0).attr("d"), "M"))[0], 64)
 			if math.Abs(cx-x(700)) > 0.5 {
 				t.Errorf("claim at x=%v, want %v", cx, x(700))
 			}
