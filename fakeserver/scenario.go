@@ -1,11 +1,7 @@
 package fakeserver
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
 	"maps"
-	"os"
 	"time"
 
 	"github.com/incident-replay/incident-replay/replay"
@@ -32,24 +28,6 @@ func FromCompiled(c *scenarios.Compiled) Config {
 	return cfg
 }
 
-// LoadScenario reads nameOrPath as a scenario file when a file of that name exists, and
-// looks it up in the embedded catalogue otherwise.
-func LoadScenario(nameOrPath string) (*scenarios.Scenario, error) {
-	if nameOrPath == "" {
-		return nil, errors.New("fakeserver: no scenario given; pass a catalogue name (incident-replay scenarios list) or a scenario file")
-	}
-	st, err := os.Stat(nameOrPath)
-	switch {
-	case err == nil && st.IsDir():
-		return nil, fmt.Errorf("fakeserver: scenario %s is a directory; pass a scenario file or a catalogue name", nameOrPath)
-	case err == nil:
-		return scenarios.LoadFile(nameOrPath)
-	case !errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("fakeserver: scenario file: %w", err)
-	}
-	return scenarios.Lookup(nameOrPath)
-}
-
 // ScenarioOptions say how ConfigForScenario runs a scenario.
 type ScenarioOptions struct {
 	Seed int64
@@ -71,7 +49,7 @@ func ConfigForScenario(nameOrPath string, o ScenarioOptions) (Config, error) {
 	if err := replay.CheckFactor(speed); err != nil {
 		return Config{}, err
 	}
-	sc, err := LoadScenario(nameOrPath)
+	sc, err := scenarios.Resolve(nameOrPath)
 	if err != nil {
 		return Config{}, err
 	}

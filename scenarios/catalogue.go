@@ -75,6 +75,24 @@ func Catalogue() ([]*Scenario, error) {
 	return out, nil
 }
 
+// Resolve reads nameOrPath as a scenario file when a file of that name exists, and looks it
+// up in the embedded catalogue otherwise.
+func Resolve(nameOrPath string) (*Scenario, error) {
+	if nameOrPath == "" {
+		return nil, errors.New("no scenario given; pass a catalogue name (incident-replay scenarios list) or a scenario file")
+	}
+	st, err := os.Stat(nameOrPath)
+	switch {
+	case err == nil && st.IsDir():
+		return nil, fmt.Errorf("scenario %s is a directory; pass a scenario file or a catalogue name", nameOrPath)
+	case err == nil:
+		return LoadFile(nameOrPath)
+	case !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("scenario file: %w", err)
+	}
+	return Lookup(nameOrPath)
+}
+
 // Lookup returns the embedded scenario called name.
 func Lookup(name string) (*Scenario, error) {
 	m, err := loadCatalogue()

@@ -1,6 +1,9 @@
 package scenarios
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -27,5 +30,34 @@ func TestCatalogueCompilesToItsExpect(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Resolve takes a file when one exists by that name, a catalogue name otherwise, and says
+// what to pass when it gets neither.
+func TestResolve(t *testing.T) {
+	dir := t.TempDir()
+	text, err := FileText("s0-happy-era-c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "mine.yaml")
+	if err := os.WriteFile(file, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ arg, name, err string }{
+		{arg: "s0-happy-era-c", name: "s0-happy-era-c"},
+		{arg: file, name: "s0-happy-era-c"},
+		{arg: "s0-happy-era-x", err: `did you mean "s0-happy-era-a"?`},
+		{arg: dir, err: "is a directory"},
+		{arg: "", err: "no scenario given"},
+	} {
+		s, err := Resolve(c.arg)
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("Resolve(%q) error %v, want one containing %q", c.arg, err, c.err)
+		case c.err == "" && (err != nil || s.Name != c.name):
+			t.Errorf("Resolve(%q) = %v, %v; want scenario %s", c.arg, s, err, c.name)
+		}
 	}
 }

@@ -202,15 +202,7 @@ func loadCases(names []string, seed int64) ([]harness.Case, error) {
 		list = all
 	}
 	for _, n := range names {
-		var (
-			s   *scenarios.Scenario
-			err error
-		)
-		if _, statErr := os.Stat(n); statErr == nil {
-			s, err = scenarios.LoadFile(n)
-		} else {
-			s, err = scenarios.Lookup(n)
-		}
+		s, err := scenarios.Resolve(n)
 		if err != nil {
 			return nil, err
 		}

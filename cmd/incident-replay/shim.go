@@ -52,7 +52,7 @@ python invocation goes to the real interpreter.
 					return fmt.Errorf("%w: pass --python with the real interpreter", err)
 				}
 			}
-			if _, err := scenarioArg(o.Scenario); err != nil {
+			if _, err := scenarios.Resolve(o.Scenario); err != nil {
 				return err
 			}
 			if err := harness.WriteShim(dir, o); err != nil {
@@ -81,7 +81,7 @@ func newShimExecCmd() *cobra.Command {
 		Short:  "Run one shimmed launch (called by the wrappers)",
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, flags []string) error {
-			base, err := scenarioArg(scenario)
+			base, err := scenarios.Resolve(scenario)
 			if err != nil {
 				return err
 			}
@@ -103,13 +103,6 @@ func newShimExecCmd() *cobra.Command {
 	cmd.Flags().StringVar(&cache, "cache", "", "directory for fitted scenario files")
 	cmd.Flags().Float64Var(&speed, "speed", 1, "time compression")
 	return cmd
-}
-
-func scenarioArg(s string) (*scenarios.Scenario, error) {
-	if _, err := os.Stat(s); err == nil {
-		return scenarios.LoadFile(s)
-	}
-	return scenarios.Lookup(s)
 }
 
 // findOutside looks name up in first, then on PATH, skipping skip (the shim directory, so a
