@@ -124,6 +124,10 @@ func resolveArgs(sa sglang.ServerArgs) args {
 	return a
 }
 
+// DefaultHealthTimeout is SGLANG_HEALTH_CHECK_TIMEOUT's default: a generating health check
+// that has not finished by then answers 503.
+const DefaultHealthTimeout = 20 * time.Second
+
 func (c *Config) withDefaults() error {
 	if c.Profile.Era == 0 {
 		c.Profile = sglang.ProfileFor(sglang.EraC)
@@ -142,7 +146,7 @@ func (c *Config) withDefaults() error {
 		}
 	}
 	if b.HealthTimeout == 0 {
-		b.HealthTimeout = 20 * time.Second
+		b.HealthTimeout = DefaultHealthTimeout
 		if v, ok := c.Env["SGLANG_HEALTH_CHECK_TIMEOUT"]; ok {
 			n, err := strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || n <= 0 {

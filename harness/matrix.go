@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/incident-replay/incident-replay/fault"
 )
 
 // Matrix runs every (case, tool) pair, several at once.
@@ -119,31 +117,14 @@ func (m Matrix) Run(ctx context.Context, cases []Case, tools []Tool) []Result {
 }
 
 // expectedWall estimates a pair's scenario-time run length, to start the longest first. A
-// count-bound shell loop takes its budget times (interval + probe latency) / interval, and a
-// probe waits for the slowest answer the case gives: a slow health check, or the health
-// timeout of a server that died but keeps its port (zombie, wedge). The harness cuts it at
-// MaxExtension times the limit.
+// count-bound shell loop takes its budget times (interval + its slowest answer) / interval;
+// the harness cuts it at MaxExtension times the limit.
 func expectedWall(c Case, t Tool) time.Duration {
 	limit := Limit(c, t)
 	if t.Wait != nil || t.Interval <= 0 {
 		return limit
 	}
-	lat := c.HealthLatency()
-	if c.Scenario != nil {
-		for _, f := range c.Scenario.Faults {
-			if f.Kind == fault.SlowHealth {
-				lat = max(lat, time.Second+f.Latency)
-			}
-		}
-		if c.Scenario.Expect.Dead != nil && c.Scenario.Expect.ExitCode == nil {
-			timeout := 20 * time.Second
-			if c.Compiled != nil && c.Compiled.Behavior.HealthTimeout > 0 {
-				timeout = c.Compiled.Behavior.HealthTimeout.D()
-			}
-			lat = max(lat, timeout)
-		}
-	}
-	est := time.Duration(float64(limit) * float64(t.Interval+lat) / float64(t.Interval))
+	est := time.Duration(float64(limit) * float64(t.Interval+c.SlowestAnswer()) / float64(t.Interval))
 	return min(est, time.Duration(MaxExtension*float64(limit)))
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/incident-replay/incident-replay/fakeserver"
+	"github.com/incident-replay/incident-replay/fault"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/scenarios"
 )
@@ -41,6 +42,28 @@ func (c Case) HealthLatency() time.Duration {
 		return c.Compiled.Behavior.HealthLatency.D()
 	}
 	return time.Second
+}
+
+// SlowestAnswer is the longest a health probe of this case's server may wait: a slow_health
+// fault's latency, or the health timeout of a server that died but keeps its port (zombie,
+// wedge: Predicted.Dead without an exit).
+func (c Case) SlowestAnswer() time.Duration {
+	lat := c.HealthLatency()
+	if c.Scenario != nil {
+		for _, f := range c.Scenario.Faults {
+			if f.Kind == fault.SlowHealth {
+				lat = max(lat, time.Second+f.Latency)
+			}
+		}
+	}
+	if !c.Predicted.Dead.IsZero() && !c.Predicted.Exited {
+		timeout := fakeserver.DefaultHealthTimeout
+		if c.Compiled != nil && c.Compiled.Behavior.HealthTimeout > 0 {
+			timeout = c.Compiled.Behavior.HealthTimeout.D()
+		}
+		lat = max(lat, timeout)
+	}
+	return lat
 }
 
 // Target is one running fake server a tool is pointed at.
