@@ -107,7 +107,7 @@ var (
 var CoreTools = []string{"founding-loop-1", "founding-loop-2", "curl-strict", "sglang-popen",
 	"k8s-kserve", "compose-sglang", "tc-http", "llmwait"}
 
-// Builtins returns the built-in tools, llmwait included when it is available. Shell tools run
+// Builtins returns the built-in tools, llmwait (must-pass) last. Shell tools run
 // under faketime; the Kubernetes, compose and testcontainers rows are models evaluated on the
 // run's clock (see models.go for why they are not run for real).
 func Builtins() []Tool {
@@ -164,8 +164,5 @@ func Builtins() []Tool {
 			}}),
 			Interval: time.Second, Budget: 15 * time.Minute},
 	}
-	if t, ok := llmwaitTool(); ok {
-		tools = append(tools, t)
-	}
-	return tools
+	return append(tools, llmwaitTool())
 }

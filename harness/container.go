@@ -65,7 +65,7 @@ func (l Container) Launch(ctx context.Context, c Case, speed float64) (Target, e
 			source = c.Scenario.Path
 		}
 	}
-	t := &ctrTarget{dir: dir, log: logPath, start: c.Timeline.Start, speed: speed, done: make(chan struct{})}
+	t := &ctrTarget{dir: dir, log: logPath, speed: speed, done: make(chan struct{})}
 	ctr, err := fakeserver.Run(context.WithoutCancel(ctx), l.Image,
 		fakeserver.WithScenario(source), fakeserver.WithSpeed(speed),
 		fakeserver.WithSeed(c.seed()), fakeserver.WithHostDir(dir),
@@ -125,7 +125,6 @@ type ctrTarget struct {
 	clock  replay.Clock
 	origin time.Time // the wall instant clock read start at
 	speed  float64
-	start  time.Time
 	dir    string
 	log    string
 

@@ -30,7 +30,7 @@ func TestServerTimeMapsClaimsOntoTheContainerClock(t *testing.T) {
 	if !ok || !launchOrigin.Equal(origin.Add(18*time.Millisecond)) {
 		t.Fatalf("origin from the first record = %v, want the record's wall time", launchOrigin)
 	}
-	tgt := &ctrTarget{origin: launchOrigin, speed: speed, start: start}
+	tgt := &ctrTarget{origin: launchOrigin, speed: speed}
 	// The tool claims 1 ms (wall) after the ready record was written; on the launch-aligned
 	// clock that instant reads:
 	claimWall := ready.Wall.Add(time.Millisecond)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
-	"sort"
 	"sync"
 
 	"github.com/goccy/go-yaml"
@@ -41,23 +40,6 @@ func BuiltinExpectations() (Expectations, error) {
 func (e Expectations) Lookup(scenario, tool string) (Verdict, bool) {
 	v, ok := e[tool][scenario]
 	return v, ok
-}
-
-// Pairs lists the pinned (scenario, tool) pairs in a stable order.
-func (e Expectations) Pairs() [][2]string {
-	var out [][2]string
-	for tool, m := range e {
-		for sc := range m {
-			out = append(out, [2]string{sc, tool})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i][0] != out[j][0] {
-			return out[i][0] < out[j][0]
-		}
-		return out[i][1] < out[j][1]
-	})
-	return out
 }
 
 var builtinExpectations = sync.OnceValues(BuiltinExpectations)

@@ -12,9 +12,9 @@ import (
 
 // llmwaitTool is our own tool, run as the library on the run's clock (so it is compressed
 // like everything else) and marked must-pass: it has to reach each scenario's expected verdict.
-func llmwaitTool() (Tool, bool) {
+func llmwaitTool() Tool {
 	return Tool{Name: "llmwait", Description: "llmwait library: preflight, process + log watch, probe ladder",
-		Wait: LLMWait, Interval: time.Second, Budget: 30 * time.Minute, MustPass: true}, true
+		Wait: LLMWait, Interval: time.Second, Budget: 30 * time.Minute, MustPass: true}
 }
 
 // LLMWait runs llmwait's preflight on the case's launch and host, then ready.Wait against

@@ -130,7 +130,6 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 	res.Claim = claim
 	res.Journal = journal
 	res.Truth = complete(truthFromJournal(journal, c.Timeline.Start), c.Predicted, claim.At)
-	res.Claim.Probes = res.Truth.Requests
 	res.Verdict, res.Reason = Classify(res.Truth, claim, PolicyFor(t.Interval, max(c.HealthLatency(), res.Truth.HealthLatency), res.Speed, r.Launcher.Overhead()))
 	return res
 }

@@ -25,14 +25,6 @@ const (
 	Hung        = scenarios.Hung
 )
 
-// ParseVerdict accepts a class name.
-func ParseVerdict(s string) (Verdict, error) {
-	if v := Verdict(s); v.Valid() {
-		return v, nil
-	}
-	return "", fmt.Errorf("unknown verdict %q: use one of %v", s, scenarios.Verdicts())
-}
-
 // Truth is what the server did, read from the fake server's journal (never from the tool).
 // Times are scenario times; a zero time means "did not happen".
 type Truth struct {
@@ -87,7 +79,6 @@ type Claim struct {
 	Outcome  Outcome
 	At       time.Time
 	ExitCode int    // shell tools: exit status (-1 when killed)
-	Probes   int    // requests the server saw from the tool, or the tool's own count
 	Detail   string // the tool's last words: a printed line or an error
 }
 
