@@ -333,3 +333,44 @@ func TestFlagsFromServerArgs(t *testing.T) {
 		t.Errorf("dropped = %v", dropped)
 	}
 }
+
+// A recorded log whose ready line comes well after the bind (a slow warmup) authors into a
+// scenario whose expect block its own compiled timeline agrees with: the fake server is
+// ready at the recorded line, and so is the prediction.
+func TestAuthorLateReadyLineValidates(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "author", "probes-era-c.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	var out []string
+	var ready string
+	for _, l := range lines {
+		switch {
+		case strings.Contains(l, "fired up and ready to roll"):
+			ready = strings.Replace(l, "09:01:35", "09:01:45", 1) // 12 s after uvicorn's 09:01:33
+		case ready != "" && ready != "placed" && strings.HasPrefix(l, "[") && l > "[2026-02-25 09:01:45]":
+			out, ready = append(out, ready, l), "placed"
+		default:
+			out = append(out, l)
+		}
+	}
+	if ready != "placed" {
+		t.Fatal("the test log has no ready line followed by later lines to move it among")
+	}
+	a, err := Author(context.Background(), strings.NewReader(strings.Join(out, "\n")+"\n"), AuthorOptions{Source: "late-ready.log"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load("late-ready.yaml", a.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(s, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Expect.Check(c.Predict()); err != nil {
+		t.Fatalf("authored expect block and compiled timeline disagree: %v", err)
+	}
+}

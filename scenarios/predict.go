@@ -20,13 +20,22 @@ type Prediction struct {
 
 // Predict reads the ground truth off the timeline: bound at OpBind, ready one warmup after it
 // (unless the server died or its scheduler wedged first), dead at OpExit or at an unbounded
-// wedge.
+// wedge. A timeline that prints its own ready line (a recorded log) runs no live warmup: it is
+// ready at the first such line after the bind, as fakeserver has it.
 func (c *Compiled) Predict() Prediction {
 	var p Prediction
 	at := func(d time.Duration) *time.Duration { return &d }
-	var wedgedAt *time.Duration
+	var wedgedAt, readyLine *time.Duration
+	recordedReady := false
 	for _, e := range c.Timeline.Entries {
 		switch e.Op {
+		case replay.OpLog:
+			if e.Event.Kind == sglang.KindReady {
+				recordedReady = true
+				if readyLine == nil && p.Bound != nil {
+					readyLine = at(e.At)
+				}
+			}
 		case replay.OpBind:
 			if p.Bound == nil {
 				p.Bound = at(e.At)
@@ -55,6 +64,12 @@ func (c *Compiled) Predict() Prediction {
 		}
 	}
 	c.applyFaults(&p, &wedgedAt)
+	if recordedReady {
+		if r := readyLine; p.Bound != nil && r != nil && (p.Dead == nil || *p.Dead >= *r) && (wedgedAt == nil || *wedgedAt >= *r) && !c.warmupBroken() {
+			p.Ready = r
+		}
+		return p
+	}
 	if p.Bound != nil && !c.Args.SkipServerWarmup {
 		r := *p.Bound + c.warmupLatency()
 		if (p.Dead == nil || *p.Dead >= r) && (wedgedAt == nil || *wedgedAt >= r) && !c.warmupBroken() {
