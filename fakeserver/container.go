@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -248,7 +247,7 @@ func Run(ctx context.Context, image string, opts ...testcontainers.ContainerCust
 	// returns, and its URL must still be known. Another process can take the port between the
 	// pick and Docker's bind; then Docker refuses, and a fresh port is tried.
 	for attempt := 1; ; attempt++ {
-		port, err := freeLoopbackPort()
+		port, err := freePort("127.0.0.1")
 		if err != nil {
 			return nil, fmt.Errorf("run fakesglang: %w", err)
 		}
@@ -269,15 +268,6 @@ func Run(ctx context.Context, image string, opts ...testcontainers.ContainerCust
 		}
 		return c, nil
 	}
-}
-
-func freeLoopbackPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("pick a loopback port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func portTaken(err error) bool {

@@ -38,7 +38,7 @@ type ScenarioOptions struct {
 	StartTime time.Time
 }
 
-// ConfigForScenario resolves a scenario (file or catalogue name, see LoadScenario),
+// ConfigForScenario resolves a scenario (file or catalogue name, see scenarios.Resolve),
 // compiles it with the seed and returns the Config that runs it on a scaled clock. The
 // caller adds writers, the journal and launch-flag overrides.
 func ConfigForScenario(nameOrPath string, o ScenarioOptions) (Config, error) {

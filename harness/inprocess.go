@@ -66,7 +66,7 @@ func (l InProcess) Launch(ctx context.Context, c Case, speed float64) (Target, e
 	if err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
-	t := &inprocTarget{clock: clock, start: c.Timeline.Start, dir: dir, log: filepath.Join(dir, "server.log"), journal: &lockedBuffer{}}
+	t := &inprocTarget{clock: clock, start: c.Timeline.Start, dir: dir, log: filepath.Join(dir, "server.log")}
 	cfg := fakeserver.Config{Timeline: c.Timeline}
 	if c.Compiled != nil {
 		cfg = ConfigFor(c.Compiled)
@@ -82,7 +82,7 @@ func (l InProcess) Launch(ctx context.Context, c Case, speed float64) (Target, e
 	cfg.Args.Host, cfg.Args.Port = "127.0.0.1", port
 	cfg.Clock = clock
 	cfg.LogFile = t.log
-	cfg.Journal = t.journal
+	cfg.Journal = &bytes.Buffer{} // fakeserver reads it back under its own lock
 	srv, err := fakeserver.Start(context.WithoutCancel(ctx), cfg)
 	if err != nil {
 		ports.give(port)
@@ -109,7 +109,6 @@ type inprocTarget struct {
 	start   time.Time
 	dir     string
 	log     string
-	journal *lockedBuffer
 }
 
 func (t *inprocTarget) Clock() replay.Clock   { return t.clock }
@@ -133,7 +132,7 @@ func (t *inprocTarget) Close(ctx context.Context) error {
 }
 
 func (t *inprocTarget) Journal() ([]fakeserver.Record, error) {
-	return fakeserver.ReadJournal(bytes.NewReader(t.journal.Bytes()))
+	return t.srv.Journal(context.Background())
 }
 
 // truthFromJournal turns the journal's offsets into scenario times from start and counts the
@@ -190,22 +189,4 @@ func (p *portSet) give(port int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.used, port)
-}
-
-// lockedBuffer is a journal writer the harness can read while the server writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return bytes.Clone(l.b.Bytes())
 }
