@@ -48,11 +48,14 @@ var _ = Describe("fakesglang in a container", Label("container"), func() {
 		// Era A answers /health 200 during warmup; only the log (as it is written) tells.
 		rep, err := ready.Wait(ctx, ready.Spec{Endpoint: c.BaseURL(), Timeout: 90 * time.Second, Interval: 100 * time.Millisecond, Log: log})
 		Expect(err).NotTo(HaveOccurred(), rep.Verdict())
+		Expect(strings.Join(rep.Lines, "\n")).To(ContainSubstring("fired up and ready to roll"), "llmwait read the host log as it was written")
 		truth := fakeserver.GroundTruth(must(c.Journal(ctx)))
 		Expect(truth.ReadyOK).To(BeTrue(), "the journal read from the host directory has the ready state")
 		hostLog := string(must(os.ReadFile(filepath.Join(dir, fakeserver.HostLog))))
 		Expect(hostLog).To(ContainSubstring("The server is fired up and ready to roll!"))
-		for _, line := range strings.Split(strings.TrimSpace(string(must(c.Logs(ctx)))), "\n") {
+		dockerLines := strings.Split(strings.TrimSpace(string(must(c.Logs(ctx)))), "\n")
+		Expect(len(dockerLines)).To(BeNumerically(">", 10), "Docker has the log too")
+		for _, line := range dockerLines {
 			Expect(hostLog).To(ContainSubstring(strings.TrimRight(line, "\r")), "every line Docker has is in the host file")
 		}
 	}, SpecTimeout(2*time.Minute))

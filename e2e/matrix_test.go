@@ -36,6 +36,9 @@ var containerUnpinned = map[string]string{
 // asserted.
 func matrixEntries(all []*scenarios.Scenario, inContainers bool) []TableEntry {
 	pins, err := harness.BuiltinExpectations()
+	if err != nil {
+		panic(fmt.Sprintf("harness/expect.yaml: %v", err)) // the table would pin nothing
+	}
 	var entries []TableEntry
 	for _, s := range all {
 		for _, tool := range matrixTools {
@@ -45,7 +48,7 @@ func matrixEntries(all []*scenarios.Scenario, inContainers bool) []TableEntry {
 			case inContainers && unpinned:
 			case tool == "llmwait":
 				want = s.Expect.Verdict
-			case err == nil:
+			default:
 				want, _ = pins.Lookup(s.Name, tool)
 			}
 			entries = append(entries, Entry(fmt.Sprintf("%s x %s", s.Name, tool), s.Name, tool, want))
@@ -108,7 +111,10 @@ var _ = Describe("scenario x tool matrix in-process", Ordered, ContinueOnFailure
 		assertPair(results, "hicache-48-cold-start", "founding-loop-1", harness.MissedReady)
 		assertPair(results, "hicache-48-cold-start", "llmwait", harness.ReadyOK)
 		// hicache 300: llmwait's preflight refuses at once; the loop polls a dead server to the end.
-		assertPair(results, "hicache-300-host-oom", "llmwait", harness.FailedFast)
+		// expect.yaml leaves this pair unpinned for `score` runs of a few pairs: the OOM at
+		// 10m33s is close to the loop's nominal 600 s. Inside the full matrix every iteration's
+		// processes cost scenario time under faketime (the loop ends past 11m30s even alone),
+		// so here it ends after the death.
 		assertPair(results, "hicache-300-host-oom", "founding-loop-1", harness.FailedSlow)
 		r := results[pairKey{"hicache-300-host-oom", "founding-loop-1"}]
 		Expect(r.ClaimAfter()).To(BeNumerically(">=", 600*time.Second), "the loop must run all 120 probes")
