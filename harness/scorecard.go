@@ -20,7 +20,8 @@ type Scorecard struct {
 	Tools   []Tool // for the Markdown tool list; optional
 }
 
-func (s Scorecard) axes() (scen, tools []string) {
+// Axes lists the scenarios and tools in first-seen order (the matrix's order).
+func (s Scorecard) Axes() (scen, tools []string) {
 	for _, r := range s.Results {
 		if !slices.Contains(scen, r.Scenario) {
 			scen = append(scen, r.Scenario)
@@ -63,9 +64,17 @@ func (s Scorecard) Mismatches() []Result {
 	return out
 }
 
-var shortVerdict = map[Verdict]string{
+var shortVerdicts = map[Verdict]string{
 	ReadyOK: "ok", ReadyLate: "late", FalseReady: "FALSE", MissedReady: "MISSED",
 	FailedFast: "fail-fast", FailedSlow: "fail-slow", Hung: "HUNG",
+}
+
+// ShortVerdict is a verdict as a scorecard cell shows it: ok, late, FALSE, MISSED, ...
+func ShortVerdict(v Verdict) string {
+	if t, ok := shortVerdicts[v]; ok {
+		return t
+	}
+	return string(v)
 }
 
 // cellText is a verdict and its claim time; "!" marks a missed expectation, "~" a pair run
@@ -74,10 +83,7 @@ func cellText(r Result) string {
 	if r.Err != nil {
 		return "ERROR"
 	}
-	t := shortVerdict[r.Verdict]
-	if t == "" {
-		t = string(r.Verdict)
-	}
+	t := ShortVerdict(r.Verdict)
 	t += " " + FormatDuration(r.ClaimAfter())
 	if r.Unscaled {
 		t += "~"
@@ -90,7 +96,7 @@ func cellText(r Result) string {
 
 // WriteTable prints the scenario x tool grid, the legend and the missed expectations.
 func (s Scorecard) WriteTable(w io.Writer) error {
-	scen, tools := s.axes()
+	scen, tools := s.Axes()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "scenario\texpect")
 	for _, t := range tools {
@@ -138,7 +144,7 @@ func mismatchText(r Result) string {
 
 // WriteMarkdown writes the scorecard as a Markdown document.
 func (s Scorecard) WriteMarkdown(w io.Writer) error {
-	scen, tools := s.axes()
+	scen, tools := s.Axes()
 	var b strings.Builder
 	fmt.Fprintf(&b, "# incident-replay scorecard\n\n%d runs (%d scenarios x %d tools), %s, speed %gx, wall %.1fs.\n\n",
 		len(s.Results), len(scen), len(tools), s.Where, s.Speed, s.Wall.Seconds())
@@ -221,7 +227,7 @@ type junitMessage struct {
 // WriteJUnit writes one test suite per tool and one test case per scenario; a missed
 // expectation is a failure, a pair that could not run an error.
 func (s Scorecard) WriteJUnit(w io.Writer) error {
-	_, tools := s.axes()
+	_, tools := s.Axes()
 	out := junitSuites{Time: s.Wall.Seconds()}
 	for _, t := range tools {
 		suite := junitSuite{Name: "incident-replay/" + t}

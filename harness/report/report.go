@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -100,24 +99,6 @@ func slug(s string) string {
 	}, s)
 }
 
-// axes lists scenarios and tools in first-seen order (the matrix's order).
-func axes(runs []run) (scen, tools []string) {
-	for _, r := range runs {
-		if !slices.Contains(scen, r.res.Scenario) {
-			scen = append(scen, r.res.Scenario)
-		}
-		if !slices.Contains(tools, r.res.Tool) {
-			tools = append(tools, r.res.Tool)
-		}
-	}
-	return scen, tools
-}
-
-var shortVerdict = map[harness.Verdict]string{
-	harness.ReadyOK: "ok", harness.ReadyLate: "late", harness.FalseReady: "FALSE", harness.MissedReady: "MISSED",
-	harness.FailedFast: "fail-fast", harness.FailedSlow: "fail-slow", harness.Hung: "HUNG",
-}
-
 // expectOf is the verdict a correct tool reaches on a scenario: the must-pass tool's
 // expectation in this card, else the catalogue's expect block.
 func expectOf(runs []run, scen string) string {
@@ -161,18 +142,18 @@ figcaption{font-size:12px;color:#444;margin-top:2px}
 const errorHook = `<script>window.__errors=[];addEventListener("error",function(e){__errors.push(String(e.message||e.type));document.documentElement.setAttribute("data-js-errors",__errors.join(" | "))},true);addEventListener("load",function(){document.documentElement.setAttribute("data-loaded",String(document.querySelectorAll("svg.tl").length))});</script>`
 
 func writeHTML(w *bytes.Buffer, card harness.Scorecard, runs []run) {
-	scen, tools := axes(runs)
-	miss := 0
+	scen, tools := card.Axes()
+	var misses []run
 	for _, r := range runs {
 		if !r.res.Pass() {
-			miss++
+			misses = append(misses, r)
 		}
 	}
 	w.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">")
 	w.WriteString("<title>incident-replay report</title>" + errorHook + "<style>" + pageStyle + Style + "</style></head><body>\n")
 	fmt.Fprintf(w, "<h1>incident-replay: %d scenarios × %d tools</h1>\n", len(scen), len(tools))
 	fmt.Fprintf(w, "<p class=\"meta\">%d runs, %s, scenario time compressed %g× (unscaled tools at 1×), wall %.1fs. %d run(s) missed an expectation or could not run.</p>\n",
-		len(runs), html.EscapeString(card.Where), card.Speed, card.Wall.Seconds(), miss)
+		len(runs), html.EscapeString(card.Where), card.Speed, card.Wall.Seconds(), len(misses))
 	w.WriteString("<h2 id=\"matrix\">Scorecard</h2>\n<p class=\"meta\">Each cell: the verdict the harness gave the tool, then its claim time (scenario time). A black outline and <b>exp …</b> mark a missed expectation; ✓ a met one. Select a cell for its timeline.</p>\n")
 	w.WriteString("<div class=\"scroll\"><table class=\"matrix\"><thead><tr><th>scenario</th><th>correct<br>verdict</th>")
 	for _, t := range tools {
@@ -196,12 +177,6 @@ func writeHTML(w *bytes.Buffer, card harness.Scorecard, runs []run) {
 		w.WriteString("</tr>\n")
 	}
 	w.WriteString("</tbody></table></div>\n")
-	var misses []run
-	for _, r := range runs {
-		if !r.res.Pass() {
-			misses = append(misses, r)
-		}
-	}
 	if len(misses) > 0 {
 		w.WriteString("<h2 id=\"expected-vs-got\">Expected vs got</h2><ul class=\"miss\">\n")
 		for _, r := range misses {
@@ -242,7 +217,7 @@ func cellHTML(r run) string {
 	switch {
 	case res.Expect != "" && res.Verdict != res.Expect:
 		cls += " miss"
-		extra = "<small>exp " + shortVerdict[res.Expect] + "</small>"
+		extra = "<small>exp " + harness.ShortVerdict(res.Expect) + "</small>"
 	case res.Expect != "":
 		extra = "<small>✓ " + harness.FormatDuration(r.tl.ClaimAt) + "</small>"
 	default:
@@ -253,7 +228,7 @@ func cellHTML(r run) string {
 	}
 	st := verdictStyle[res.Verdict]
 	return fmt.Sprintf("<td class=\"%s\" style=\"background:%s;color:%s\"><a href=\"#%s\" title=\"%s\">%s%s</a></td>",
-		cls, st[0], st[1], r.id, html.EscapeString(caption(res)), shortVerdict[res.Verdict], extra)
+		cls, st[0], st[1], r.id, html.EscapeString(caption(res)), harness.ShortVerdict(res.Verdict), extra)
 }
 
 func caption(r harness.Result) string {
@@ -280,7 +255,7 @@ func writeMarkdown(w *bytes.Buffer, card harness.Scorecard, runs []run) error {
 	if err := card.WriteMarkdown(w); err != nil {
 		return fmt.Errorf("report: scorecard markdown: %w", err)
 	}
-	scen, _ := axes(runs)
+	scen, _ := card.Axes()
 	w.WriteString("\n## Timelines\n\n![legend](runs/legend.svg)\n")
 	for _, s := range scen {
 		fmt.Fprintf(w, "\n### %s\n\n", s)
