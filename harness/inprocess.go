@@ -103,12 +103,12 @@ func ConfigFor(c *scenarios.Compiled) fakeserver.Config {
 }
 
 type inprocTarget struct {
-	srv     *fakeserver.Server
-	port    int
-	clock   replay.Clock
-	start   time.Time
-	dir     string
-	log     string
+	srv   *fakeserver.Server
+	port  int
+	clock replay.Clock
+	start time.Time
+	dir   string
+	log   string
 }
 
 func (t *inprocTarget) Clock() replay.Clock   { return t.clock }

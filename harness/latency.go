@@ -22,7 +22,7 @@ func DetectionLatency(r Result) (time.Duration, bool) {
 		return 0, false
 	}
 	tr := r.Truth
-	everReady := !tr.Ready.IsZero() && (tr.Dead.IsZero() || tr.Ready.Before(tr.Dead))
+	everReady := tr.EverReady()
 	switch r.Claim.Outcome {
 	case ClaimReady:
 		if !everReady || (!tr.Dead.IsZero() && !r.Claim.At.Before(tr.Dead)) {

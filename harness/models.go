@@ -22,6 +22,13 @@ import (
 // faketime cannot reach, and running them at S=1 would make the matrix take hours. Each model
 // follows the rules in readiness-tools.md §2.5, §2.6 and §2.8.
 
+var (
+	probeTransport        = &http.Transport{Proxy: nil, DisableKeepAlives: true}
+	probeClient           = &http.Client{Transport: probeTransport}
+	probeClientNoRedirect = &http.Client{Transport: probeTransport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+)
+
 // get issues one GET with a scenario-time timeout. Keep-alives are off so every probe dials,
 // as a probe process would; proxies are never used (the kubelet and Go ignore them on loopback).
 func get(ctx context.Context, clock replay.Clock, url string, timeout time.Duration, follow bool) (int, error) {
@@ -35,9 +42,9 @@ func get(ctx context.Context, clock replay.Clock, url string, timeout time.Durat
 	if err != nil {
 		return 0, err
 	}
-	c := &http.Client{Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	c := probeClient
 	if !follow {
-		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		c = probeClientNoRedirect
 	}
 	resp, err := c.Do(req)
 	if err != nil {
@@ -186,22 +193,20 @@ func (pod Pod) Wait(ctx context.Context, env Env) error {
 	}
 }
 
-// exitWatch polls env.Exited on the clock (the kubelet, Docker and testcontainers all see the
-// container's state) and delivers the exit code once.
+// exitWatch delivers the server's exit code once it exits (the kubelet, Docker and
+// testcontainers all see the container's state).
 func exitWatch(ctx context.Context, env Env) <-chan int {
 	ch := make(chan int, 1)
-	if env.Exited == nil {
+	if env.Exited == nil || env.Done == nil {
 		return ch
 	}
 	go func() {
-		for {
+		select {
+		case <-env.Done:
 			if code, ok := env.Exited(); ok {
 				ch <- code
-				return
 			}
-			if replay.SleepCtx(ctx, env.Clock, 500*time.Millisecond) != nil {
-				return
-			}
+		case <-ctx.Done():
 		}
 	}()
 	return ch

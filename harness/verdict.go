@@ -51,6 +51,11 @@ func (t Truth) At(x time.Time) string {
 	return FormatDuration(x.Sub(t.Start))
 }
 
+// EverReady reports whether the server became ready before it died (if it died).
+func (t Truth) EverReady() bool {
+	return !t.Ready.IsZero() && (t.Dead.IsZero() || t.Ready.Before(t.Dead))
+}
+
 // Outcome is how a tool run ended.
 type Outcome uint8
 
@@ -107,7 +112,7 @@ func PolicyFor(interval, healthLatency time.Duration, speed float64, overhead ti
 
 // Classify judges a claim against the truth. The reason says which rule decided.
 func Classify(tr Truth, c Claim, p Policy) (Verdict, string) {
-	everReady := !tr.Ready.IsZero() && (tr.Dead.IsZero() || tr.Ready.Before(tr.Dead))
+	everReady := tr.EverReady()
 	switch c.Outcome {
 	case NoClaim:
 		return Hung, "killed at the harness limit"
