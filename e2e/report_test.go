@@ -37,8 +37,6 @@ const markTolerance = 1.0
 // svgNode is the report's SVG read back as a tree.
 type svgNode struct{ svgtest.Node }
 
-func (n svgNode) attr(name string) string { return n.Attr(name) }
-
 func (n svgNode) float(name string) float64 {
 	f, err := n.Float(name)
 	Expect(err).NotTo(HaveOccurred())
@@ -59,7 +57,7 @@ func (n svgNode) find(c string) []svgNode {
 func plotted(ns []svgNode) []svgNode {
 	var out []svgNode
 	for _, n := range ns {
-		if n.attr("data-at") != "" {
+		if n.Attr("data-at") != "" {
 			out = append(out, n)
 		}
 	}
@@ -72,7 +70,7 @@ func (n svgNode) child(local string) svgNode {
 			return svgNode{k}
 		}
 	}
-	Fail(fmt.Sprintf("<%s class=%q> has no <%s>", n.XMLName.Local, n.attr("class"), local))
+	Fail(fmt.Sprintf("<%s class=%q> has no <%s>", n.XMLName.Local, n.Attr("class"), local))
 	return svgNode{}
 }
 
@@ -220,7 +218,7 @@ var _ = Describe("the HTML report", Ordered, ContinueOnFailure, Label("inprocess
 			}
 			ticksDrawn := 0
 			for _, p := range root.find("probes") {
-				ticksDrawn += strings.Count(p.find("tk")[0].attr("d"), "M")
+				ticksDrawn += strings.Count(p.find("tk")[0].Attr("d"), "M")
 			}
 			Expect(ticksDrawn).To(Equal(probes), "%s x %s: probe ticks", r.Scenario, r.Tool)
 
@@ -230,7 +228,7 @@ var _ = Describe("the HTML report", Ordered, ContinueOnFailure, Label("inprocess
 			if r.Claim.Outcome == harness.NoClaim {
 				at = r.Limit
 			}
-			d := claim[0].child("path").attr("d") // "Mx y..."
+			d := claim[0].child("path").Attr("d") // "Mx y..."
 			cx, err := strconv.ParseFloat(strings.Fields(strings.TrimPrefix(d, "M"))[0], 64)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(cx).To(BeNumerically("~", x(at), markTolerance), "%s x %s: claim", r.Scenario, r.Tool)

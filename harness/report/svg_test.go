@@ -37,12 +37,12 @@ func (n node) walk(fn func(n node, size float64), size float64) {
 // walkAt also passes the vertical offset of enclosing translate(0 Y) groups.
 func (n node) walkAt(fn func(n node, size, dy float64), size, dy float64) {
 	switch {
-	case n.has("title"):
+	case n.HasClass("title"):
 		size = 13
-	case n.has("bl") || n.has("tick"):
+	case n.HasClass("bl") || n.HasClass("tick"):
 		size = 10
 	}
-	if tr := n.attr("transform"); strings.HasPrefix(tr, "translate(0 ") {
+	if tr := n.Attr("transform"); strings.HasPrefix(tr, "translate(0 ") {
 		off, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimPrefix(tr, "translate(0 "), ")"), 64)
 		dy += off
 	}
@@ -85,16 +85,16 @@ func TestSVGPlacesEventsAtTheirTimes(t *testing.T) {
 	var ticks, claims int
 	root.walk(func(n node, _ float64) {
 		for cls := range want {
-			if n.has(cls) && n.attr("data-at") != "" {
+			if n.HasClass(cls) && n.Attr("data-at") != "" {
 				got[cls] = n.child(0).num(t, "x1")
 			}
 		}
-		if n.has("tk") && n.attr("d") != "" && strings.Contains(n.attr("d"), "v9") {
-			ticks += strings.Count(n.attr("d"), "M")
+		if n.HasClass("tk") && n.Attr("d") != "" && strings.Contains(n.Attr("d"), "v9") {
+			ticks += strings.Count(n.Attr("d"), "M")
 		}
-		if n.has("claim") && n.attr("data-at") != "" {
+		if n.HasClass("claim") && n.Attr("data-at") != "" {
 			claims++
-			cx, _ := strconv.ParseFloat(strings.Fields(strings.TrimPrefix(n.child(0).attr("d"), "M"))[0], 64)
+			cx, _ := strconv.ParseFloat(strings.Fields(strings.TrimPrefix(n.child(0).Attr("d"), "M"))[0], 64)
 			if math.Abs(cx-x(700)) > 0.5 {
 				t.Errorf("claim at x=%v, want %v", cx, x(700))
 			}
@@ -130,11 +130,11 @@ func textBoxes(t *testing.T, root node) []box {
 		}
 		x, y := n.num(t, "x"), n.num(t, "y")+dy
 		w := textW(n.Text, size)
-		anchor := n.attr("text-anchor")
+		anchor := n.Attr("text-anchor")
 		switch {
-		case n.has("lane"):
+		case n.HasClass("lane"):
 			anchor = "end"
-		case n.has("bl") || (anchor == "" && size == 10):
+		case n.HasClass("bl") || (anchor == "" && size == 10):
 			anchor = "middle"
 		}
 		b := box{s: n.Text, top: y - 0.8*size, bottom: y + 0.2*size}
