@@ -20,22 +20,20 @@ func llmwaitTool() Tool {
 // LLMWait runs llmwait's preflight on the case's launch and host, then ready.Wait against
 // the server with its log and process.
 func LLMWait(ctx context.Context, env Env) error {
-	if len(env.Launch) > 0 {
-		fs := ready.Preflight(ctx, ready.PreflightInput{Argv: env.Launch, Host: env.Machine, Env: env.ServerEnv})
-		var msgs []string
-		for _, f := range fs {
-			if f.Severity == gpu.Error && !(env.Published && f.Check == ready.CheckPort) {
-				msgs = append(msgs, f.String())
-			}
-		}
-		if len(msgs) > 0 {
-			return errors.New("preflight: " + strings.Join(msgs, "; "))
-		}
-	}
 	// As `llmwait launch` does: whoever launches with --api-key knows the key, so probes
 	// carry it from the first request instead of waiting for the server_args log line.
 	var key string
 	if len(env.Launch) > 0 {
+		fs := ready.Preflight(ctx, ready.PreflightInput{Argv: env.Launch, Host: env.Machine, Env: env.ServerEnv, SkipPort: env.Published})
+		if ready.PreflightFailed(fs) {
+			var msgs []string
+			for _, f := range fs {
+				if f.Severity == gpu.Error {
+					msgs = append(msgs, f.String())
+				}
+			}
+			return errors.New("preflight: " + strings.Join(msgs, "; "))
+		}
 		if args, _, err := ready.ServerCommandArgs(env.Launch); err == nil {
 			key = args.APIKey
 		}

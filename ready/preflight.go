@@ -42,6 +42,9 @@ type PreflightInput struct {
 	Env []string
 	// ProcRoot is procfs for naming a port's owner; default /proc.
 	ProcRoot string
+	// SkipPort leaves out the port bind-test: a proxy (docker-proxy) holds the host port on
+	// the server's behalf, so the port being taken says nothing.
+	SkipPort bool
 }
 
 // ServerCommandArgs extracts and parses the SGLang flags of a launch command. Flags SGLang has
@@ -124,7 +127,9 @@ func Preflight(ctx context.Context, in PreflightInput) []gpu.Finding {
 		add(gpu.Warning, CheckArgs, "flags not modelled, not checked: %s", strings.Join(dropped, " "))
 	}
 
-	out = append(out, portFindings(args.Host, args.Port, in.ProcRoot)...)
+	if !in.SkipPort {
+		out = append(out, portFindings(args.Host, args.Port, in.ProcRoot)...)
+	}
 	if f, ok := proxyFinding(env, args.Host); ok {
 		out = append(out, f)
 	}

@@ -96,6 +96,24 @@ func TestPreflightChecks(t *testing.T) {
 	}
 }
 
+// Behind docker-proxy the host port is held on the server's behalf: SkipPort leaves the
+// bind-test out, and nothing else.
+func TestPreflightSkipPort(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	argv := []string{"sglang", "serve", "--model-path", "/nonexistent/model", "--port", strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)}
+	fs := Preflight(context.Background(), PreflightInput{Argv: argv, Host: founding(t), Env: []string{}, SkipPort: true})
+	if slices.ContainsFunc(fs, func(f gpu.Finding) bool { return f.Check == CheckPort }) {
+		t.Errorf("SkipPort still bind-tested the port: %v", fs)
+	}
+	if !slices.ContainsFunc(fs, func(f gpu.Finding) bool { return f.Check == CheckModelPath }) {
+		t.Errorf("SkipPort dropped the other checks: %v", fs)
+	}
+}
+
 func TestFixNoProxy(t *testing.T) {
 	env := []string{"http_proxy=http://10.0.0.1:3128", "no_proxy=example.com"}
 	fixed := FixNoProxy(env, "10.1.2.3")
