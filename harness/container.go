@@ -4,16 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	cerrdefs "github.com/containerd/errdefs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
-
-	"github.com/moby/moby/api/types/container"
-	"github.com/moby/moby/client"
-	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/replay"
@@ -134,43 +128,21 @@ type ctrTarget struct {
 	exited bool
 }
 
-// watch waits for the container to exit. Docker's wait API answers the moment the process
-// ends (polling the state lags by a second or more on a busy daemon, which is a minute of
-// scenario time at S=60); the state poll is the fallback.
+// watch waits for the container to exit. A busy daemon can fail a wait call; the exit must
+// not be lost for that (a tool that watches the container would poll a dead server to its
+// own timeout), so it waits again until the container has exited or is gone (Close removes
+// it).
 func (t *ctrTarget) watch() {
 	defer close(t.done)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if cli, err := testcontainers.NewDockerClientWithOpts(ctx); err == nil {
-		defer cli.Close()
-		// A busy daemon can fail a wait call; the exit must not be lost for that (a tool that
-		// watches the container would poll a dead server to its own timeout), so wait again
-		// until the container has exited or is gone (Close removes it).
-		for {
-			w := cli.ContainerWait(ctx, t.ctr.GetContainerID(), client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
-			select {
-			case r := <-w.Result:
-				t.mu.Lock()
-				t.code, t.exited = int(r.StatusCode), true
-				t.mu.Unlock()
-				return
-			case err := <-w.Error:
-				if cerrdefs.IsNotFound(err) || strings.Contains(err.Error(), "No such container") {
-					return
-				}
-			}
-			time.Sleep(250 * time.Millisecond)
-		}
-	}
-	for fails := 0; fails < 20; fails++ {
-		code, err := t.ctr.Wait(ctx)
+	for {
+		code, err := t.ctr.Wait(context.Background())
 		if err == nil {
 			t.mu.Lock()
 			t.code, t.exited = code, true
 			t.mu.Unlock()
 			return
 		}
-		if strings.Contains(err.Error(), "No such container") {
+		if fakeserver.IsGone(err) {
 			return
 		}
 		time.Sleep(250 * time.Millisecond)
