@@ -152,7 +152,6 @@ func (t *ctrTarget) watch() {
 func (t *ctrTarget) Clock() replay.Clock   { return t.clock }
 func (t *ctrTarget) URL() string           { return t.ctr.BaseURL() }
 func (t *ctrTarget) LogFile() string       { return t.log }
-func (t *ctrTarget) PID() int              { return 0 }
 func (t *ctrTarget) Done() <-chan struct{} { return t.done }
 
 func (t *ctrTarget) Exited() (int, bool) {

@@ -114,7 +114,6 @@ type inprocTarget struct {
 func (t *inprocTarget) Clock() replay.Clock   { return t.clock }
 func (t *inprocTarget) URL() string           { return t.srv.BaseURL() }
 func (t *inprocTarget) LogFile() string       { return t.log }
-func (t *inprocTarget) PID() int              { return 0 }
 func (t *inprocTarget) Exited() (int, bool)   { return t.srv.ExitCode() }
 func (t *inprocTarget) Done() <-chan struct{} { return t.srv.Done() }
 func (t *inprocTarget) CatchUp(at time.Time) {

@@ -194,8 +194,10 @@ func (r shellRun) run(ctx context.Context) (Claim, error) {
 	if err != nil {
 		return Claim{}, err
 	}
-	pid := r.target.PID()
-	if pid == 0 && r.tool.usesPID() {
+	// No server runs as a process of this host (in-process, or inside a container): a tool
+	// that watches {{.PID}} gets a stand-in process that lives exactly as long as the server.
+	var pid int
+	if r.tool.usesPID() {
 		stop, spid, err := standIn(r.target)
 		if err != nil {
 			return Claim{}, err

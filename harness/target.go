@@ -72,10 +72,6 @@ type Target interface {
 	Clock() replay.Clock
 	URL() string     // http://127.0.0.1:PORT
 	LogFile() string // the server's combined stdout+stderr log, as the tool may tail it
-	// PID is the server's process id on this host, or 0 when it has none here (in-process,
-	// or inside a container); the harness then gives tools a stand-in process that lives
-	// exactly as long as the server does.
-	PID() int
 	// Exited reports the exit code once the server process has exited.
 	Exited() (code int, ok bool)
 	// Done is closed when the server process has exited.
