@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -58,11 +57,15 @@ type LatencyCell struct {
 func (c LatencyCell) Runs() int { return len(c.Samples) + c.Missed + c.Errors }
 
 // Median is the median latency of the detecting runs; ok is false when none detected.
-func (c LatencyCell) Median() (time.Duration, bool) {
-	if len(c.Samples) == 0 {
+func (c LatencyCell) Median() (time.Duration, bool) { return median(c.Samples) }
+
+// median is the middle value (the mean of the two middle ones for an even count); ok is
+// false for no values.
+func median[T time.Duration | float64](vs []T) (m T, ok bool) {
+	if len(vs) == 0 {
 		return 0, false
 	}
-	s := slices.Clone(c.Samples)
+	s := slices.Clone(vs)
 	slices.Sort(s)
 	if n := len(s); n%2 == 0 {
 		return (s[n/2-1] + s[n/2]) / 2, true
@@ -173,12 +176,7 @@ func (t *LatencyTable) MedianRatio(tool string) (ratio float64, atLeast bool, n,
 	if len(rs) == 0 {
 		return 0, false, 0, never
 	}
-	sort.Float64s(rs)
-	if m := len(rs); m%2 == 1 {
-		ratio = rs[m/2]
-	} else {
-		ratio = (rs[m/2-1] + rs[m/2]) / 2
-	}
+	ratio, _ = median(rs)
 	return ratio, atLeast, len(rs), never
 }
 
@@ -275,9 +273,7 @@ func latencyText(c LatencyCell) string {
 	verdict := strings.Join(vs, "/")
 	m, ok := c.Median()
 	if !ok {
-		if len(c.Ended) > 0 {
-			ended := LatencyCell{Samples: c.Ended}
-			e, _ := ended.Median()
+		if e, ok := median(c.Ended); ok {
 			return fmt.Sprintf("%s at %s", verdict, FormatDuration(e))
 		}
 		return verdict

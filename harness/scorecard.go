@@ -33,6 +33,17 @@ func (s Scorecard) Axes() (scen, tools []string) {
 	return scen, tools
 }
 
+// expectOf is the verdict the must-pass tool was held to on scen ("" when none ran).
+func (s Scorecard) expectOf(scen string, tools []string) string {
+	exp := ""
+	for _, t := range tools {
+		if r, ok := s.cell(scen, t); ok && r.MustPass {
+			exp = string(r.Expect)
+		}
+	}
+	return exp
+}
+
 func (s Scorecard) cell(scen, tool string) (Result, bool) {
 	for _, r := range s.Results {
 		if r.Scenario == scen && r.Tool == tool {
@@ -104,12 +115,7 @@ func (s Scorecard) WriteTable(w io.Writer) error {
 	}
 	fmt.Fprintln(tw)
 	for _, sc := range scen {
-		exp := ""
-		for _, t := range tools {
-			if r, ok := s.cell(sc, t); ok && r.MustPass {
-				exp = string(r.Expect)
-			}
-		}
+		exp := s.expectOf(sc, tools)
 		fmt.Fprint(tw, sc+"\t"+exp)
 		for _, t := range tools {
 			r, ok := s.cell(sc, t)
@@ -151,12 +157,7 @@ func (s Scorecard) WriteMarkdown(w io.Writer) error {
 	b.WriteString("Cells: verdict and claim time (scenario time). **!** missed expectation; ~ ran unscaled (S=1).\n\n")
 	b.WriteString("| scenario | expect | " + strings.Join(tools, " | ") + " |\n|---|---|" + strings.Repeat("---|", len(tools)) + "\n")
 	for _, sc := range scen {
-		exp := ""
-		for _, t := range tools {
-			if r, ok := s.cell(sc, t); ok && r.MustPass {
-				exp = string(r.Expect)
-			}
-		}
+		exp := s.expectOf(sc, tools)
 		b.WriteString("| " + sc + " | " + exp + " |")
 		for _, t := range tools {
 			r, ok := s.cell(sc, t)
