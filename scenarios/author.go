@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"path"
 	"regexp"
@@ -279,7 +280,7 @@ func Author(ctx context.Context, r io.Reader, opts AuthorOptions) (*Authored, er
 		rep.Era = p.Era
 	}
 	rep.Ranks = countRanks(lines)
-	argv, dropped := inferFlags(lines, rep.Ranks, &rep)
+	argv, dropped := inferFlags(lines, &rep)
 	rep.Dropped = dropped
 	rep.Flags = strings.Join(argv, " ")
 
@@ -293,7 +294,7 @@ func Author(ctx context.Context, r io.Reader, opts AuthorOptions) (*Authored, er
 	rep.Name = name
 	sum := sha256.Sum256(data)
 	d := draft{name: name, source: opts.Source, digest: hex.EncodeToString(sum[:6]), profile: rep.Profile,
-		host: inferHost(lines, rep.Ranks, &rep), flags: rep.Flags, log: text, behavior: inferBehavior(tl, lines)}
+		host: inferHost(lines, rep.Ranks, &rep), flags: rep.Flags, log: text, behavior: inferBehavior(tl)}
 
 	// Ground truth: compile the recorded timeline the way a run will, and read it off.
 	probe, err := Load(name+".yaml", d.yaml(&rep, Expect{Tolerance: Duration(time.Second), Verdict: ReadyOK}))
@@ -304,7 +305,7 @@ func Author(ctx context.Context, r io.Reader, opts AuthorOptions) (*Authored, er
 	if err != nil {
 		return nil, fmt.Errorf("author: the drafted scenario does not compile: %w", err)
 	}
-	rep.Expect, rep.Ending, d.faults = groundTruth(c, lines, tl)
+	rep.Expect, rep.Ending, d.faults = groundTruth(c)
 	rep.ExitCode = rep.Expect.ExitCode
 	out := d.yaml(&rep, rep.Expect)
 	s, err := Load(name+".yaml", out)
@@ -359,7 +360,7 @@ func captureNotes(lines []sglang.Line) []string {
 	if n := len(lines); n > 0 && lines[n-1].Truncated {
 		notes = append(notes, fmt.Sprintf("line %d has no newline: the capture may have been cut there", lines[n-1].No))
 	}
-	for _, k := range slices.Sorted(mapKeys(wrappers)) {
+	for _, k := range slices.Sorted(maps.Keys(wrappers)) {
 		notes = append(notes, fmt.Sprintf("%d lines carry a %s wrapper prefix (kept; replay prints SGLang's own lines)", wrappers[k], k))
 	}
 	if timeOnly > 0 {
@@ -372,16 +373,6 @@ func captureNotes(lines []sglang.Line) []string {
 		notes = append(notes, fmt.Sprintf("%d headers go back in time (first at line %d): replay keeps file order and holds the clock", backwards, firstBack))
 	}
 	return notes
-}
-
-func mapKeys[M ~map[K]V, K comparable, V any](m M) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // unparsed lists the lines the parser kept without understanding them.
@@ -472,7 +463,7 @@ func rankMax(lines []sglang.Line, name string) int {
 
 // inferFlags reads the flags from the server_args line; without one it builds them from what
 // the log shows (rank prefixes, the uvicorn address) and says so.
-func inferFlags(lines []sglang.Line, ranks int, rep *AuthorReport) ([]string, []string) {
+func inferFlags(lines []sglang.Line, rep *AuthorReport) ([]string, []string) {
 	for _, l := range lines {
 		if l.Event.Kind != sglang.KindServerArgs {
 			continue
@@ -632,7 +623,7 @@ func probePatterns(tl replay.Timeline) []ProbePattern {
 
 // inferBehavior reads the warmup prefill size and the idle probes' prefill size (each
 // generating /health check logs a small Prefill line: 1 token, or 64 in incident 2).
-func inferBehavior(tl replay.Timeline, lines []sglang.Line) Behavior {
+func inferBehavior(tl replay.Timeline) Behavior {
 	var b Behavior
 	bound, ready := false, false
 	healthProbes := 0
@@ -681,7 +672,7 @@ func inferBehavior(tl replay.Timeline, lines []sglang.Line) Behavior {
 
 func mostCommon(m map[string]int) string {
 	best, n := "", 0
-	for _, k := range slices.Sorted(mapKeys(m)) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if m[k] > n {
 			best, n = k, m[k]
 		}
@@ -692,7 +683,7 @@ func mostCommon(m map[string]int) string {
 // groundTruth reads bound, ready, dead and the exit code off the compiled recorded timeline.
 // A failure signature with no exit after it (the fatal-but-alive shape) gets a wedge fault at
 // that line, so the run's ground truth says dead there too.
-func groundTruth(c *Compiled, lines []sglang.Line, tl replay.Timeline) (Expect, string, []faultDraft) {
+func groundTruth(c *Compiled) (Expect, string, []faultDraft) {
 	var e Expect
 	var faults []faultDraft
 	at := func(d time.Duration) *Duration { v := Duration(d.Truncate(time.Second)); return &v }
@@ -826,12 +817,12 @@ func (d draft) yaml(rep *AuthorReport, e Expect) []byte {
 	w("# Everything below is inferred from the log; check the summary, host and expect blocks.\n")
 	writeReportComments(&b, rep)
 	w("name: %s\n", d.name)
-	w("summary: %s\n", quote(summaryOf(rep)))
-	w("sources:\n  - ref: %s\n    note: %s\n", quote("captured log: "+src), quote("authored from the log, sha256 "+d.digest+"…; redacted with rules "+ruleNames(rep)))
-	w("profile: %s\n", quote(d.profile))
+	w("summary: %s\n", strconv.Quote(summaryOf(rep)))
+	w("sources:\n  - ref: %s\n    note: %s\n", strconv.Quote("captured log: "+src), strconv.Quote("authored from the log, sha256 "+d.digest+"…; redacted with rules "+ruleNames(rep)))
+	w("profile: %s\n", strconv.Quote(d.profile))
 	w("host:\n  gpu_model: %s\n  gpu_count: %d\n  gpu_memory_gb: %g\n  host_ram_gb: %g\n  compute_capability: \"0.0\"\n",
-		quote("unknown (inferred from the log)"), d.host.GPUCount, d.host.GPUMemoryGB, d.host.HostRAMGB)
-	w("launch:\n  flags: %s\n", quote(d.flags))
+		strconv.Quote("unknown (inferred from the log)"), d.host.GPUCount, d.host.GPUMemoryGB, d.host.HostRAMGB)
+	w("launch:\n  flags: %s\n", strconv.Quote(d.flags))
 	w("timeline:\n  recorded:\n    inline: %s", blockScalar(d.log, 6))
 	if bh := d.behavior; bh.WarmupTokens > 0 || bh.ProbeTokens > 0 || bh.ProbeCUDAGraph != nil {
 		w("server:\n")
@@ -848,7 +839,7 @@ func (d draft) yaml(rep *AuthorReport, e Expect) []byte {
 	if len(d.faults) > 0 {
 		w("faults:\n")
 		for _, f := range d.faults {
-			w("  - kind: %s\n    after_line: %s\n", f.kind, quote(f.afterLine))
+			w("  - kind: %s\n    after_line: %s\n", f.kind, strconv.Quote(f.afterLine))
 		}
 	}
 	w("expect:\n")
@@ -932,7 +923,6 @@ func summaryOf(rep *AuthorReport) string {
 }
 
 // quote writes a YAML double-quoted scalar (JSON escapes are valid YAML).
-func quote(s string) string { return strconv.Quote(s) }
 
 // blockScalar writes s as a literal block indented by indent spaces when that reads back
 // exactly, else as one double-quoted scalar. s ends with "\n".
@@ -950,7 +940,7 @@ func blockScalar(s string, indent int) string {
 		}
 		return b.String()
 	}
-	return quote(s) + "\n"
+	return strconv.Quote(s) + "\n"
 }
 
 // literalSafe: a literal block detects its indentation from the first non-blank line, and
