@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/goccy/go-yaml"
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/replay"
 )
@@ -57,6 +58,21 @@ func (l Container) Launch(ctx context.Context, c Case, speed float64) (Target, e
 	if c.Scenario.Path != "" {
 		if _, err := os.Stat(c.Scenario.Path); err == nil {
 			source = c.Scenario.Path
+			// A recorded log beside the file does not travel with it: inline it.
+			if sc, err := c.Scenario.SelfContained(); err != nil {
+				os.RemoveAll(dir)
+				return nil, err
+			} else if sc != c.Scenario {
+				source = filepath.Join(dir, "scenario.yaml")
+				b, err := yaml.Marshal(sc)
+				if err == nil {
+					err = os.WriteFile(source, b, 0o644)
+				}
+				if err != nil {
+					os.RemoveAll(dir)
+					return nil, fmt.Errorf("container launcher: %w", err)
+				}
+			}
 		}
 	}
 	t := &ctrTarget{dir: dir, log: logPath, speed: speed, done: make(chan struct{})}

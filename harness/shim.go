@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/goccy/go-yaml"
 
@@ -79,22 +78,26 @@ func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'
 
 // ShimScenario is the scenario one shimmed launch runs: base with its launch flags replaced
 // by the launch's own when base is modelled (so the flags decide what the host pays, e.g.
-// --hicache-size 300 x 8 ranks on 449 GB), unchanged when it is a recorded log. It returns
-// the scenario as YAML and the timeline's start (the log timestamps' epoch).
-func ShimScenario(base *scenarios.Scenario, flags []string) ([]byte, time.Time, error) {
-	s := *base
+// --hicache-size 300 x 8 ranks on 449 GB), unchanged when it is a recorded log (inlined, so
+// the cached copy needs no directory). It returns the scenario as YAML, compiled once so a
+// bad flag fails here with the scenario's name.
+func ShimScenario(base *scenarios.Scenario, flags []string) ([]byte, error) {
+	sc, err := base.SelfContained()
+	if err != nil {
+		return nil, fmt.Errorf("shim: %w", err)
+	}
+	s := *sc
 	if s.Timeline.Modelled != nil {
 		s.Launch.Flags = strings.Join(flags, " ")
 	}
-	comp, err := scenarios.Compile(&s, 1)
-	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("shim: %s with flags %q: %w", base.Name, strings.Join(flags, " "), err)
+	if _, err := scenarios.Compile(&s, 1); err != nil {
+		return nil, fmt.Errorf("shim: %s with flags %q: %w", base.Name, strings.Join(flags, " "), err)
 	}
 	b, err := yaml.Marshal(&s)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("shim: %w", err)
+		return nil, fmt.Errorf("shim: %w", err)
 	}
-	return b, comp.Timeline.Start, nil
+	return b, nil
 }
 
 // CacheScenario writes scenario YAML under dir, named by its content, and returns the path.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/goccy/go-yaml"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/sglang"
 )
@@ -372,5 +373,59 @@ func TestAuthorLateReadyLineValidates(t *testing.T) {
 	}
 	if err := s.Expect.Check(c.Predict()); err != nil {
 		t.Fatalf("authored expect block and compiled timeline disagree: %v", err)
+	}
+}
+
+// A scenario whose recorded log is a file beside it still loads once written elsewhere (the
+// shim's cache, a container) after SelfContained inlines the log.
+func TestSelfContainedInlinesARecordedLog(t *testing.T) {
+	logText, err := os.ReadFile(filepath.Join("testdata", "author", "probes-era-c.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Author(context.Background(), bytes.NewReader(logText), AuthorOptions{Source: "probes.log"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inline, err := Load("probes.yaml", a.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "probes.log"), []byte(inline.Timeline.Recorded.Inline), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	byFile := *inline
+	byFile.Timeline.Recorded = &Recorded{Log: "probes.log"}
+	b, err := yaml.Marshal(&byFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "probes.yaml"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := LoadFile(filepath.Join(dir, "probes.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load("moved.yaml", b); err == nil {
+		t.Fatal("the scenario naming its log file loaded without its directory; the test proves nothing")
+	}
+	sc, err := s.SelfContained()
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved, err := yaml.Marshal(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Load("moved.yaml", moved)
+	if err != nil {
+		t.Fatalf("the self-contained copy does not load on its own: %v", err)
+	}
+	c1, err1 := Compile(s, 1)
+	c2, err2 := Compile(s2, 1)
+	if err1 != nil || err2 != nil || len(c1.Timeline.Entries) != len(c2.Timeline.Entries) {
+		t.Fatalf("compiled differently: %v %v", err1, err2)
 	}
 }

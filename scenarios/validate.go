@@ -152,6 +152,22 @@ func verdictList() string {
 	return strings.Join(names, ", ")
 }
 
+// SelfContained returns s with its recorded log, when it names a file beside the scenario,
+// inlined: the copy can be written anywhere (the shim's cache, a container) and still load.
+func (s *Scenario) SelfContained() (*Scenario, error) {
+	r := s.Timeline.Recorded
+	if r == nil || r.Log == "" {
+		return s, nil
+	}
+	b, err := s.readRecorded()
+	if err != nil {
+		return nil, err
+	}
+	c := *s
+	c.Timeline.Recorded = &Recorded{Inline: string(b)}
+	return &c, nil
+}
+
 // readRecorded returns the recorded log text.
 func (s *Scenario) readRecorded() ([]byte, error) {
 	r := s.Timeline.Recorded

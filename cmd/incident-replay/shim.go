@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -85,7 +84,7 @@ func newShimExecCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			data, start, err := harness.ShimScenario(base, flags)
+			data, err := harness.ShimScenario(base, flags)
 			if err != nil {
 				return err
 			}
@@ -93,8 +92,7 @@ func newShimExecCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			argv := append([]string{fake, "--scenario", path, "--speed", strconv.FormatFloat(speed, 'g', -1, 64),
-				"--start-time", start.UTC().Format(time.RFC3339)}, flags...)
+			argv := append([]string{fake, "--scenario", path, "--speed", strconv.FormatFloat(speed, 'g', -1, 64)}, flags...)
 			return syscall.Exec(fake, argv, os.Environ())
 		},
 	}
