@@ -1,0 +1,300 @@
+// Package vtime is event-driven virtual time: one clock per run that stands still while any
+// participant works and jumps to the next due instant once all of them are idle. Waiting costs
+// nothing and work costs no virtual time, so what a run sees depends on what its participants
+// do, never on how fast or how loaded the machine is.
+//
+// A participant is anything that can make progress without time moving: a goroutine holding a
+// Task, a token from Hold, a callback of AfterFunc running, a goroutine woken by a channel
+// timer, or an attached Participant (a process group, a socket with bytes in flight). The
+// driver jumps only when every one of them is idle and the clock has seen no call for the
+// Quiet period.
+package vtime
+
+import (
+	"container/heap"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Participant is something outside the clock's own timers that virtual time must wait for.
+type Participant interface {
+	// Idle reports whether the participant can make no progress until virtual time moves,
+	// and the earliest virtual instant it waits for (zero: none).
+	Idle() (idle bool, next time.Time)
+}
+
+// Options tune the driver. Zero fields take the defaults.
+type Options struct {
+	// Quiet is the wall time the clock must see no call and no token change before it jumps.
+	// It covers goroutines that a channel timer woke and that have not yet called the clock
+	// again (Task waits and AfterFunc callbacks are tracked exactly and need no such margin).
+	// Default 2 ms.
+	Quiet time.Duration
+	// Poll is how often the driver asks attached participants while it waits for them.
+	// Default 200 µs.
+	Poll time.Duration
+	// Abandon is how long a fired channel timer whose value nobody receives (a select that
+	// took another case) holds the clock. Default 20 ms.
+	Abandon time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Quiet <= 0 {
+		o.Quiet = 2 * time.Millisecond
+	}
+	if o.Poll <= 0 {
+		o.Poll = 200 * time.Microsecond
+	}
+	if o.Abandon <= 0 {
+		o.Abandon = 20 * time.Millisecond
+	}
+	return o
+}
+
+// Clock is one run's virtual clock. It implements clockwork.Clock (and so replay.Clock).
+type Clock struct {
+	opts Options
+
+	mu        sync.Mutex
+	now       time.Time
+	timers    timerHeap
+	seq       uint64
+	busy      int      // Task, Hold and AfterFunc work in progress
+	fired     []*timer // channel timers fired whose value may not have been received yet
+	parts     map[uint64]Participant
+	partSeq   uint64
+	onAdvance []func(time.Time)
+	jumps     uint64
+	closed    bool
+
+	act    atomic.Uint64 // bumped by every call; the driver's sign of life
+	kick   chan struct{}
+	doneCh chan struct{}
+	wg     sync.WaitGroup
+}
+
+// New returns a clock reading start, with its driver running. Close stops it.
+func New(start time.Time, opts Options) *Clock {
+	c := &Clock{opts: opts.withDefaults(), now: start, parts: map[uint64]Participant{},
+		kick: make(chan struct{}, 1), doneCh: make(chan struct{})}
+	c.wg.Add(1)
+	go c.drive()
+	return c
+}
+
+// Close stops the driver; time stands still from then on. Safe to call twice.
+func (c *Clock) Close() {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
+	c.closed = true
+	close(c.doneCh)
+	c.mu.Unlock()
+	c.wg.Wait()
+}
+
+// Jumps is how many times the clock has moved.
+func (c *Clock) Jumps() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.jumps
+}
+
+// Attach adds a participant the clock waits for before every jump; detach removes it.
+func (c *Clock) Attach(p Participant) (detach func()) {
+	c.mu.Lock()
+	c.partSeq++
+	id := c.partSeq
+	c.parts[id] = p
+	c.mu.Unlock()
+	c.touch()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			delete(c.parts, id)
+			c.mu.Unlock()
+			c.touch()
+		})
+	}
+}
+
+// OnAdvance registers f to be called with the new time after every jump, before any timer
+// due then fires (a shared time page for other processes follows the clock this way).
+func (c *Clock) OnAdvance(f func(now time.Time)) {
+	c.mu.Lock()
+	c.onAdvance = append(c.onAdvance, f)
+	c.mu.Unlock()
+}
+
+// Hold marks work in progress: the clock does not move until release is called.
+func (c *Clock) Hold() (release func()) {
+	c.mu.Lock()
+	c.busy++
+	c.mu.Unlock()
+	c.act.Add(1)
+	var once sync.Once
+	return func() { once.Do(c.release) }
+}
+
+func (c *Clock) release() {
+	c.mu.Lock()
+	c.busy--
+	c.mu.Unlock()
+	c.touch()
+}
+
+// touch records activity and wakes the driver.
+func (c *Clock) touch() {
+	c.act.Add(1)
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Now implements clockwork.Clock.
+func (c *Clock) Now() time.Time {
+	c.act.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Since implements clockwork.Clock.
+func (c *Clock) Since(t time.Time) time.Duration { return c.Now().Sub(t) }
+
+// Until implements clockwork.Clock.
+func (c *Clock) Until(t time.Time) time.Duration { return t.Sub(c.Now()) }
+
+// Sleep implements clockwork.Clock.
+func (c *Clock) Sleep(d time.Duration) {
+	t := c.NewTimer(d)
+	<-t.Chan()
+	t.Stop()
+}
+
+// After implements clockwork.Clock.
+func (c *Clock) After(d time.Duration) <-chan time.Time { return c.NewTimer(d).Chan() }
+
+// NewTimer implements clockwork.Clock.
+func (c *Clock) NewTimer(d time.Duration) clockwork.Timer {
+	t := &timer{c: c, ch: make(chan time.Time, 1), idx: -1}
+	c.arm(t, d)
+	return t
+}
+
+// AfterFunc implements clockwork.Clock. f runs on its own goroutine and counts as work until
+// it returns, so it must not wait for virtual time itself.
+func (c *Clock) AfterFunc(d time.Duration, f func()) clockwork.Timer {
+	t := &timer{c: c, fn: f, idx: -1}
+	c.arm(t, d)
+	return t
+}
+
+// NewTicker implements clockwork.Clock.
+func (c *Clock) NewTicker(d time.Duration) clockwork.Ticker {
+	if d <= 0 {
+		panic("vtime: non-positive interval for NewTicker")
+	}
+	t := &timer{c: c, ch: make(chan time.Time, 1), idx: -1, period: d}
+	c.arm(t, d)
+	return ticker{t}
+}
+
+// arm schedules t to fire d from now; d <= 0 fires it at once.
+func (c *Clock) arm(t *timer, d time.Duration) {
+	c.mu.Lock()
+	t.armed = true
+	if d <= 0 && t.period == 0 {
+		run := c.fireLocked(t, time.Now())
+		c.mu.Unlock()
+		c.runFunc(run)
+		c.touch()
+		return
+	}
+	t.due = c.now.Add(d)
+	c.seq++
+	t.seq = c.seq
+	heap.Push(&c.timers, t)
+	c.mu.Unlock()
+	c.touch()
+}
+
+// disarm takes t out of the schedule and drops a value it delivered; c.mu must be held.
+func (c *Clock) disarmLocked(t *timer) bool {
+	was := t.armed && t.idx >= 0
+	if t.idx >= 0 {
+		heap.Remove(&c.timers, t.idx)
+	}
+	t.armed = false
+	if t.ch != nil {
+		select {
+		case <-t.ch:
+		default:
+		}
+	}
+	for i, f := range c.fired {
+		if f == t {
+			c.fired = append(c.fired[:i], c.fired[i+1:]...)
+			break
+		}
+	}
+	return was
+}
+
+// fireLocked delivers t at c.now and returns a callback to run with one unit of work held;
+// c.mu must be held.
+func (c *Clock) fireLocked(t *timer, wall time.Time) func() {
+	switch {
+	case t.task != nil:
+		t.armed = false
+		t.task.wakeLocked()
+		return nil
+	case t.fn != nil:
+		t.armed = false
+		c.busy++
+		return t.fn
+	}
+	select {
+	case t.ch <- c.now:
+	default:
+	}
+	t.firedWall = wall
+	c.fired = append(c.fired, t)
+	if t.period > 0 {
+		for !t.due.After(c.now) {
+			t.due = t.due.Add(t.period)
+		}
+		c.seq++
+		t.seq = c.seq
+		heap.Push(&c.timers, t)
+	} else {
+		t.armed = false
+	}
+	return nil
+}
+
+// runFuncs runs AfterFunc callbacks due at one instant in order, releasing each one's work.
+func (c *Clock) runFuncs(fns []func()) {
+	if len(fns) == 0 {
+		return
+	}
+	go func() {
+		for _, f := range fns {
+			f()
+			c.release()
+		}
+	}()
+}
+
+func (c *Clock) runFunc(f func()) {
+	if f != nil {
+		c.runFuncs([]func(){f})
+	}
+}

@@ -1,0 +1,166 @@
+package vtime
+
+import (
+	"container/heap"
+	"time"
+)
+
+// drive is the clock's one goroutine: it waits until nothing can make progress without time
+// moving, then moves time to the earliest instant anyone waits for and fires what is due.
+func (c *Clock) drive() {
+	defer c.wg.Done()
+	wait := time.NewTimer(time.Hour)
+	defer wait.Stop()
+	pause := func(d time.Duration) bool {
+		wait.Reset(d)
+		select {
+		case <-c.doneCh:
+			return false
+		case <-c.kick:
+		case <-wait.C:
+		}
+		return true
+	}
+	var (
+		lastAct    uint64
+		quietSince = time.Now()
+	)
+	for {
+		act := c.act.Load()
+		wall := time.Now()
+		if act != lastAct {
+			lastAct, quietSince = act, wall
+		}
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return
+		}
+		working := c.busy > 0 // a release kicks the driver
+		pending := !working && c.pendingLocked(wall)
+		if pending {
+			quietSince = wall // a value just received is a goroutine that now works
+		}
+		nparts := len(c.parts)
+		c.mu.Unlock()
+		if working || pending {
+			d := time.Hour
+			if pending {
+				d = c.opts.Poll
+			}
+			if !pause(d) {
+				return
+			}
+			continue
+		}
+		if left := c.opts.Quiet - wall.Sub(quietSince); left > 0 {
+			if !pause(left) {
+				return
+			}
+			continue
+		}
+		next, idle := c.participantsIdle()
+		if !idle {
+			if !pause(c.opts.Poll) {
+				return
+			}
+			continue
+		}
+		if !c.advance(lastAct, next) {
+			// Nothing is due: wait for a new timer or a participant to register one.
+			d := time.Hour
+			if nparts > 0 {
+				d = c.opts.Poll
+			}
+			if !pause(d) {
+				return
+			}
+		}
+	}
+}
+
+// pendingLocked reports whether a fired channel timer may still wake a goroutine: its value
+// was not received yet, and it was delivered less than Abandon ago. Received values are
+// dropped from the list; c.mu must be held.
+func (c *Clock) pendingLocked(wall time.Time) bool {
+	pending, received := false, false
+	keep := c.fired[:0]
+	for _, t := range c.fired {
+		switch {
+		case len(t.ch) == 0:
+			received = true
+		case wall.Sub(t.firedWall) < c.opts.Abandon:
+			pending = true
+			keep = append(keep, t)
+		}
+	}
+	for i := len(keep); i < len(c.fired); i++ {
+		c.fired[i] = nil
+	}
+	c.fired = keep
+	return pending || received
+}
+
+// participantsIdle asks every attached participant; c.mu is not held (a participant may
+// read /proc).
+func (c *Clock) participantsIdle() (next time.Time, idle bool) {
+	c.mu.Lock()
+	parts := make([]Participant, 0, len(c.parts))
+	for _, p := range c.parts {
+		parts = append(parts, p)
+	}
+	c.mu.Unlock()
+	for _, p := range parts {
+		ok, n := p.Idle()
+		if !ok {
+			return time.Time{}, false
+		}
+		if !n.IsZero() && (next.IsZero() || n.Before(next)) {
+			next = n
+		}
+	}
+	return next, true
+}
+
+// advance moves time to the earliest of the next timer and next (a participant's deadline)
+// and fires everything due then, unless anything happened since the driver saw act. It
+// reports whether there was anything to move to.
+func (c *Clock) advance(act uint64, next time.Time) bool {
+	c.mu.Lock()
+	if c.closed || c.busy > 0 || c.act.Load() != act {
+		c.mu.Unlock()
+		return true // look again
+	}
+	if len(c.timers) > 0 && (next.IsZero() || c.timers[0].due.Before(next)) {
+		next = c.timers[0].due
+	}
+	if next.IsZero() {
+		c.mu.Unlock()
+		return false
+	}
+	if next.After(c.now) {
+		c.now = next
+		c.jumps++
+	}
+	now := c.now
+	follow := c.onAdvance
+	c.mu.Unlock()
+	// Followers (other processes' view of the clock) see the new time before any Go timer
+	// due then fires, so both sides start working from the same instant.
+	for _, f := range follow {
+		f(now)
+	}
+	c.mu.Lock()
+	wall := time.Now()
+	var fns []func()
+	for len(c.timers) > 0 && !c.timers[0].due.After(c.now) {
+		t := heap.Pop(&c.timers).(*timer)
+		if f := c.fireLocked(t, wall); f != nil {
+			fns = append(fns, f)
+		}
+	}
+	c.mu.Unlock()
+	c.runFuncs(fns)
+	c.touch()
+	return true
+}

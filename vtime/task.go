@@ -1,0 +1,269 @@
+package vtime
+
+import (
+	"container/heap"
+	"context"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// Task is one goroutine's share of a run's work. A task is busy from Begin to End except
+// while it waits through its own methods; the clock marks it busy again at the instant it
+// wakes it, so no jump can slip in between a wake-up and the work it starts.
+//
+// On any clock other than a *Clock a Task is plain: its waits use that clock's timers.
+type Task struct {
+	c     *Clock          // nil: plain
+	plain clockwork.Clock // the clock of a plain task
+	wake  chan struct{}
+
+	// guarded by c.mu
+	waiting  bool // idle in Wait or Idle
+	notified bool // Notify came while not waiting: the next Wait returns at once
+	ended    bool
+	t        *timer
+}
+
+// NewTask begins a task on clock: on a *Clock it counts as work until End.
+func NewTask(clock clockwork.Clock) *Task {
+	c, ok := clock.(*Clock)
+	if !ok {
+		return &Task{plain: clock, wake: make(chan struct{}, 1)}
+	}
+	t := &Task{c: c, wake: make(chan struct{}, 1)}
+	t.t = &timer{c: c, task: t, idx: -1}
+	c.mu.Lock()
+	c.busy++
+	c.mu.Unlock()
+	c.act.Add(1)
+	return t
+}
+
+// End ends the task's work. Safe to call twice.
+func (t *Task) End() {
+	if t.c == nil {
+		return
+	}
+	c := t.c
+	c.mu.Lock()
+	if !t.ended {
+		t.ended = true
+		if !t.waiting {
+			c.busy--
+		}
+		t.waiting = false
+		c.disarmLocked(t.t)
+	}
+	c.mu.Unlock()
+	c.touch()
+}
+
+// Sleep waits d of virtual time, or until ctx ends (ctx.Err()).
+func (t *Task) Sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if t.c == nil {
+		tm := t.plain.NewTimer(d)
+		defer tm.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tm.Chan():
+			return nil
+		}
+	}
+	_, err := t.Wait(ctx, t.c.Now().Add(d))
+	return err
+}
+
+// Wait is idle until due (zero: no deadline), a Notify, or the end of ctx. It reports whether
+// a Notify ended it; the error is ctx.Err() when ctx did.
+func (t *Task) Wait(ctx context.Context, due time.Time) (notified bool, err error) {
+	if t.c == nil {
+		return t.plainWait(ctx, due)
+	}
+	c := t.c
+	c.mu.Lock()
+	switch {
+	case t.notified:
+		t.notified = false
+		c.mu.Unlock()
+		return true, nil
+	case t.ended:
+		c.mu.Unlock()
+		return false, ctx.Err()
+	case !due.IsZero() && !due.After(c.now):
+		c.mu.Unlock()
+		return false, ctx.Err()
+	}
+	select {
+	case <-t.wake:
+	default:
+	}
+	t.waiting = true
+	c.busy--
+	if !due.IsZero() {
+		t.t.due = due
+		c.seq++
+		t.t.seq = c.seq
+		t.t.armed = true
+		heap.Push(&c.timers, t.t)
+	}
+	c.mu.Unlock()
+	c.touch()
+
+	select {
+	case <-t.wake:
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	if t.waiting { // ctx ended it: nobody marked the task busy
+		t.waiting = false
+		c.busy++
+	}
+	c.disarmLocked(t.t)
+	notified = t.notified
+	t.notified = false
+	c.mu.Unlock()
+	c.act.Add(1)
+	if notified {
+		return true, nil
+	}
+	return false, ctx.Err()
+}
+
+func (t *Task) plainWait(ctx context.Context, due time.Time) (bool, error) {
+	var ch <-chan time.Time
+	if !due.IsZero() {
+		d := t.plain.Until(due)
+		if d <= 0 {
+			return false, ctx.Err()
+		}
+		tm := t.plain.NewTimer(d)
+		defer tm.Stop()
+		ch = tm.Chan()
+	}
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-ch:
+		return false, nil
+	case <-t.wake:
+		return true, nil
+	}
+}
+
+// Notify wakes the task from Wait, busy from this call on; a task that is not waiting returns
+// from its next Wait at once.
+func (t *Task) Notify() {
+	if t.c == nil {
+		select {
+		case t.wake <- struct{}{}:
+		default:
+		}
+		return
+	}
+	c := t.c
+	c.mu.Lock()
+	t.notified = true
+	if t.waiting {
+		t.wakeLocked()
+		c.disarmLocked(t.t)
+	}
+	c.mu.Unlock()
+	c.touch()
+}
+
+// wakeLocked marks a waiting task busy and wakes it; c.mu must be held.
+func (t *Task) wakeLocked() {
+	if !t.waiting {
+		return
+	}
+	t.waiting = false
+	t.c.busy++
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Idle runs f, a blocking call whose progress other participants account for (a request on a
+// socket the clock watches, a read of a file a follower reports on), with the task idle.
+func (t *Task) Idle(f func()) {
+	if t.c == nil {
+		f()
+		return
+	}
+	c := t.c
+	c.mu.Lock()
+	if t.ended || t.waiting {
+		c.mu.Unlock()
+		f()
+		return
+	}
+	t.waiting = true
+	c.busy--
+	c.mu.Unlock()
+	c.touch()
+	defer func() {
+		c.mu.Lock()
+		if t.waiting {
+			t.waiting = false
+			c.busy++
+		}
+		c.mu.Unlock()
+		c.act.Add(1)
+	}()
+	f()
+}
+
+type taskKey struct{}
+
+// WithTask returns ctx carrying t, so that Sleep and the waits of code called with ctx are
+// t's.
+func WithTask(ctx context.Context, t *Task) context.Context {
+	return context.WithValue(ctx, taskKey{}, t)
+}
+
+// TaskFrom returns the task ctx carries, or nil.
+func TaskFrom(ctx context.Context) *Task {
+	t, _ := ctx.Value(taskKey{}).(*Task)
+	return t
+}
+
+// Sleep waits d on clock, or until ctx ends (ctx.Err()). When ctx carries a task of clock,
+// the wait is the task's (exact accounting); otherwise it is a plain timer wait.
+func Sleep(ctx context.Context, clock clockwork.Clock, d time.Duration) error {
+	if t := TaskFrom(ctx); t != nil && t.on(clock) {
+		return t.Sleep(ctx, d)
+	}
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := clock.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.Chan():
+		return nil
+	}
+}
+
+// IdleDuring runs f with ctx's task (if it is one of clock's) idle; see Task.Idle.
+func IdleDuring(ctx context.Context, clock clockwork.Clock, f func()) {
+	if t := TaskFrom(ctx); t != nil && t.on(clock) {
+		t.Idle(f)
+		return
+	}
+	f()
+}
+
+func (t *Task) on(clock clockwork.Clock) bool {
+	if t.c != nil {
+		return t.c == clock
+	}
+	return t.plain == clock
+}
