@@ -14,6 +14,7 @@ import (
 	"github.com/incident-replay/incident-replay/fault"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/sglang"
+	"github.com/incident-replay/incident-replay/vtime"
 )
 
 func (s *Server) handler() http.Handler {
@@ -45,6 +46,12 @@ func (s *Server) handler() http.Handler {
 // line plus one journal record per request.
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// On a virtual clock a request is work from here until its handler returns, except
+		// while the handler waits on the clock or on another part of the run.
+		task := vtime.NewTask(s.clock)
+		defer task.End()
+		r = r.WithContext(vtime.WithTask(r.Context(), task))
+		vtime.Started(r.Context())
 		aw := &accessWriter{ResponseWriter: w, s: s, r: r, begin: s.offsetNow()}
 		// r.Context() descends from s.deadCtx (http.Server.BaseContext), so a dying process
 		// drops every request without a per-request context of our own.
@@ -67,12 +74,18 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		s.mu.Unlock()
 		if wedged != nil {
 			aw.fault = string(fault.Wedge)
-			select {
-			case <-wedged:
-				aw.fault = ""
-			case <-ctx.Done():
+			resumed := false
+			vtime.IdleDuring(ctx, s.clock, func() {
+				select {
+				case <-wedged:
+					resumed = true
+				case <-ctx.Done():
+				}
+			})
+			if !resumed {
 				return
 			}
+			aw.fault = ""
 		}
 		if key := s.args.APIKey; key != "" && r.Method != http.MethodOptions &&
 			!strings.HasPrefix(r.URL.Path, "/health") && !strings.HasPrefix(r.URL.Path, "/metrics") &&
@@ -332,11 +345,20 @@ func (s *Server) generatingCheck(ctx context.Context, w http.ResponseWriter, aw 
 	if hung != nil || dead {
 		timer := s.clock.NewTimer(s.cfg.Behavior.HealthTimeout)
 		defer timer.Stop()
-		select {
-		case <-ctx.Done():
+		var gone, timedOut bool
+		vtime.IdleDuring(ctx, s.clock, func() {
+			select {
+			case <-ctx.Done():
+				gone = true
+			case <-hung: // nil channel when dead: never
+			case <-timer.Chan():
+				timedOut = true
+			}
+		})
+		switch {
+		case gone:
 			return
-		case <-hung: // nil channel when dead: never
-		case <-timer.Chan():
+		case timedOut:
 			s.healthFailed(tic)
 			empty(w, http.StatusServiceUnavailable)
 			return
@@ -459,14 +481,20 @@ func (s *Server) awaitScheduler(ctx context.Context) bool {
 		s.mu.Unlock()
 		switch {
 		case dead:
-			<-ctx.Done()
+			vtime.IdleDuring(ctx, s.clock, func() { <-ctx.Done() })
 			return false
 		case hung == nil:
 			return true
 		}
-		select {
-		case <-hung:
-		case <-ctx.Done():
+		gone := false
+		vtime.IdleDuring(ctx, s.clock, func() {
+			select {
+			case <-hung:
+			case <-ctx.Done():
+				gone = true
+			}
+		})
+		if gone {
 			return false
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/incident-replay/incident-replay/fault"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/sglang"
+	"github.com/incident-replay/incident-replay/vtime"
 )
 
 // Target is a running fake server, in-process or in a container.
@@ -85,7 +86,9 @@ type Server struct {
 
 	queue actionQueue
 	seq   int
-	wake  chan struct{}
+	// task is the scheduling loop's share of the run's work: on a virtual clock, time does
+	// not move while the loop runs an action or has been told of a new one.
+	task *vtime.Task
 	dead  chan struct{} // closed when the process exits
 	// deadCtx ends when the process exits, cancelling every request in flight.
 	deadCtx    context.Context
@@ -105,7 +108,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, args: resolveArgs(cfg.Args), prof: cfg.Profile, start: cfg.Timeline.Start, wake: make(chan struct{}, 1), dead: make(chan struct{})}
+	s := &Server{cfg: cfg, args: resolveArgs(cfg.Args), prof: cfg.Profile, start: cfg.Timeline.Start, dead: make(chan struct{})}
 	s.deadCtx, s.deadCancel = context.WithCancel(context.Background())
 	s.clock = cfg.Clock
 	if s.clock == nil {
@@ -150,6 +153,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			return nil, err
 		}
 	}
+	s.task = vtime.NewTask(s.clock)
 	s.schedule(cfg.Timeline, s.faults)
 	ctx, s.cancel = context.WithCancel(ctx)
 	s.loopWG.Add(1)
@@ -297,9 +301,8 @@ func (q *actionQueue) Pop() any {
 func (s *Server) after(at time.Duration, fn func(at time.Duration)) {
 	s.seq++
 	heap.Push(&s.queue, action{at: at, seq: s.seq, fn: fn})
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if s.task != nil {
+		s.task.Notify()
 	}
 }
 
@@ -319,40 +322,27 @@ func (s *Server) CatchUp(d time.Duration) {
 
 func (s *Server) loop(ctx context.Context) {
 	defer s.loopWG.Done()
-	timer := s.clock.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
+	defer s.task.End()
 	for {
 		s.mu.Lock()
-		if s.phase == phaseDead || s.queue.Len() == 0 {
-			dead := s.phase == phaseDead
+		if s.phase == phaseDead {
 			s.mu.Unlock()
-			if dead {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-s.wake:
+			return
+		}
+		var due time.Time // zero: nothing queued, wait for after()
+		if s.queue.Len() > 0 {
+			next := s.queue[0]
+			due = s.start.Add(next.at)
+			if !s.clock.Now().Before(due) {
+				heap.Pop(&s.queue)
+				next.fn(next.at)
+				s.mu.Unlock()
 				continue
 			}
 		}
-		next := s.queue[0]
-		wait := s.clock.Until(s.start.Add(next.at))
-		if wait <= 0 {
-			heap.Pop(&s.queue)
-			next.fn(next.at)
-			s.mu.Unlock()
-			continue
-		}
 		s.mu.Unlock()
-		timer.Reset(wait)
-		select {
-		case <-ctx.Done():
+		if _, err := s.task.Wait(ctx, due); err != nil {
 			return
-		case <-timer.Chan():
-		case <-s.wake:
-			timer.Stop()
 		}
 	}
 }
@@ -450,6 +440,11 @@ func (s *Server) bindLocked(at time.Duration) {
 		ErrorLog:          nil,
 		// Every request context ends when the process exits (exitLocked cancels deadCtx).
 		BaseContext: func(net.Listener) context.Context { return s.deadCtx },
+	}
+	if vc, ok := s.clock.(*vtime.Clock); ok {
+		// A request read from a connection is work until its handler has begun.
+		ln = vtime.Listen(ln, vc)
+		vtime.Serve(s.httpSrv)
 	}
 	srv := s.httpSrv
 	go func() { _ = srv.Serve(ln) }()
@@ -645,9 +640,8 @@ func (s *Server) exitLocked(at time.Duration, code int, why string) {
 	s.metrics.dead()
 	close(s.dead)
 	s.deadCancel()
-	select {
-	case s.wake <- struct{}{}:
-	default:
+	if s.task != nil {
+		s.task.Notify()
 	}
 }
 

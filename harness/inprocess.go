@@ -14,6 +14,7 @@ import (
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/scenarios"
+	"github.com/incident-replay/incident-replay/vtime"
 )
 
 // NewCase compiles a scenario into a runnable case.
@@ -58,15 +59,23 @@ func (InProcess) Overhead() time.Duration { return 250 * time.Millisecond }
 
 // Launch implements Launcher.
 func (l InProcess) Launch(ctx context.Context, c Case, speed float64) (Target, error) {
-	if err := replay.CheckFactor(speed); err != nil {
-		return nil, err
+	var clock replay.Clock
+	var vclock *vtime.Clock
+	if speed == Virtual {
+		vclock = vtime.New(c.Timeline.Start, vtime.Options{})
+		clock = vclock
+	} else {
+		if err := replay.CheckFactor(speed); err != nil {
+			return nil, err
+		}
+		clock = replay.Scaled(c.Timeline.Start, speed)
 	}
-	clock := replay.Scaled(c.Timeline.Start, speed)
 	dir, err := os.MkdirTemp(l.Dir, "ir-"+c.Name+"-")
 	if err != nil {
+		vclock.Close()
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
-	t := &inprocTarget{clock: clock, start: c.Timeline.Start, dir: dir, log: filepath.Join(dir, "server.log")}
+	t := &inprocTarget{clock: clock, vclock: vclock, start: c.Timeline.Start, dir: dir, log: filepath.Join(dir, "server.log")}
 	cfg := fakeserver.Config{Timeline: c.Timeline}
 	if c.Compiled != nil {
 		cfg = ConfigFor(c.Compiled)
@@ -75,16 +84,22 @@ func (l InProcess) Launch(ctx context.Context, c Case, speed float64) (Target, e
 	// merely picked. Hand each live run a distinct port so two runs never pick the same one.
 	port, err := ports.take()
 	if err != nil {
+		vclock.Close()
 		os.RemoveAll(dir)
 		return nil, err
 	}
 	t.port = port
+	if vclock != nil {
+		// Requests and answers in flight between a tool and the server are work.
+		vclock.Attach(vtime.TCPPort{Port: port})
+	}
 	cfg.Args.Host, cfg.Args.Port = "127.0.0.1", port
 	cfg.Clock = clock
 	cfg.LogFile = t.log
 	cfg.Journal = &bytes.Buffer{} // fakeserver reads it back under its own lock
 	srv, err := fakeserver.Start(context.WithoutCancel(ctx), cfg)
 	if err != nil {
+		vclock.Close()
 		ports.give(port)
 		os.RemoveAll(dir)
 		return nil, err
@@ -103,9 +118,10 @@ func ConfigFor(c *scenarios.Compiled) fakeserver.Config {
 }
 
 type inprocTarget struct {
-	srv   *fakeserver.Server
-	port  int
-	clock replay.Clock
+	srv    *fakeserver.Server
+	port   int
+	clock  replay.Clock
+	vclock *vtime.Clock // the clock when the run is on virtual time, else nil
 	start time.Time
 	dir   string
 	log   string
@@ -123,6 +139,7 @@ func (t *inprocTarget) CatchUp(at time.Time) {
 }
 func (t *inprocTarget) Close(ctx context.Context) error {
 	err := t.srv.Stop(ctx)
+	t.vclock.Close()
 	ports.give(t.port)
 	if rerr := os.RemoveAll(t.dir); err == nil {
 		err = rerr

@@ -8,6 +8,7 @@ import (
 
 	"github.com/incident-replay/incident-replay/gpu"
 	"github.com/incident-replay/incident-replay/ready"
+	"github.com/incident-replay/incident-replay/vtime"
 )
 
 // llmwaitTool is our own tool, run as the library on the run's clock (so it is compressed
@@ -42,6 +43,10 @@ func LLMWait(ctx context.Context, env Env) error {
 	defer cancel()
 	log := ready.FollowFile(lctx, env.LogFile, 5*time.Millisecond)
 	defer log.Close()
+	if vc, ok := env.Clock.(*vtime.Clock); ok {
+		// A line the server wrote and the follower has not read yet is already in the past.
+		defer vc.Attach(unreadLog{log.(interface{ Unread() bool })})()
+	}
 	_, err := ready.Wait(ctx, ready.Spec{
 		Endpoint: env.URL,
 		APIKey:   key,
@@ -52,6 +57,11 @@ func LLMWait(ctx context.Context, env Env) error {
 	})
 	return err
 }
+
+// unreadLog is a log follower as a participant of a virtual clock.
+type unreadLog struct{ f interface{ Unread() bool } }
+
+func (u unreadLog) Idle() (bool, time.Time) { return !u.f.Unread(), time.Time{} }
 
 // envProcess lets ready.Wait supervise a server through the harness's view of it.
 type envProcess struct{ env Env }

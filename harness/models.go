@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/vtime"
 )
 
 // These are readiness tools whose semantics are evaluated on the run's clock instead of being
@@ -23,7 +24,8 @@ import (
 // follows the rules in readiness-tools.md §2.5, §2.6 and §2.8.
 
 var (
-	probeTransport        = &http.Transport{Proxy: nil, DisableKeepAlives: true}
+	probeTransport = &http.Transport{Proxy: nil, DisableKeepAlives: true,
+		DialContext: vtime.DialContext((&net.Dialer{}).DialContext)}
 	probeClient           = &http.Client{Transport: probeTransport}
 	probeClientNoRedirect = &http.Client{Transport: probeTransport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -35,7 +37,12 @@ func get(ctx context.Context, clock replay.Clock, url string, timeout time.Durat
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if timeout > 0 {
-		t := clock.AfterFunc(timeout, cancel)
+		t := clock.AfterFunc(timeout, func() {
+			if task := vtime.TaskFrom(ctx); task != nil {
+				task.Wake() // the probe works again from the timeout on
+			}
+			cancel()
+		})
 		defer t.Stop()
 	}
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
@@ -46,6 +53,8 @@ func get(ctx context.Context, clock replay.Clock, url string, timeout time.Durat
 	if !follow {
 		c = probeClientNoRedirect
 	}
+	// On a virtual clock the probe's connection parks its task once the request is written
+	// and wakes it when the answer arrives (vtime.DialContext).
 	resp, err := c.Do(req)
 	if err != nil {
 		if rctx.Err() != nil && ctx.Err() == nil {
@@ -155,16 +164,24 @@ func (pod Pod) Wait(ctx context.Context, env Env) error {
 	defer cancel()
 	events := make(chan probeEvent, 4)
 	exited := exitWatch(ctx, env)
+	// Each prober is a goroutine of its own: on a virtual clock, a task of its own.
+	prober := func(kind string, p Probe) {
+		task := vtime.NewTask(env.Clock)
+		go func() {
+			defer task.End()
+			runProbe(vtime.WithTask(ctx, task), env, kind, p, events)
+		}()
+	}
 	startedAfterStartup := func() {
 		if pod.Liveness != nil {
-			go runProbe(ctx, env, "liveness", *pod.Liveness, events)
+			prober("liveness", *pod.Liveness)
 		}
 		if pod.Readiness != nil {
-			go runProbe(ctx, env, "readiness", *pod.Readiness, events)
+			prober("readiness", *pod.Readiness)
 		}
 	}
 	if pod.Startup != nil {
-		go runProbe(ctx, env, "startup", *pod.Startup, events)
+		prober("startup", *pod.Startup)
 	} else {
 		startedAfterStartup()
 		if pod.Readiness == nil {
@@ -172,12 +189,26 @@ func (pod Pod) Wait(ctx context.Context, env Env) error {
 		}
 	}
 	for {
-		select {
-		case <-ctx.Done():
+		var (
+			ev   probeEvent
+			code int
+			what int // 0 ctx, 1 exit, 2 event
+		)
+		vtime.IdleDuring(ctx, env.Clock, func() {
+			select {
+			case <-ctx.Done():
+			case code = <-exited:
+				what = 1
+			case ev = <-events:
+				what = 2
+			}
+		})
+		switch what {
+		case 0:
 			return ctx.Err()
-		case code := <-exited:
+		case 1:
 			return fmt.Errorf("container exited with code %d (CrashLoopBackOff)", code)
-		case ev := <-events:
+		case 2:
 			switch {
 			case !ev.pass:
 				return errors.New(ev.msg)
@@ -262,11 +293,22 @@ func (h Healthcheck) Wait(ctx context.Context, env Env) error {
 		if inStart {
 			gap = h.StartInterval
 		}
-		select {
-		case code := <-exited:
+		// Docker waits one interval before the first check.
+		code, exit := 0, false
+		vtime.IdleDuring(ctx, env.Clock, func() {
+			gapped := env.Clock.NewTimer(gap)
+			defer gapped.Stop()
+			select {
+			case code = <-exited:
+				exit = true
+			case <-gapped.Chan():
+			case <-ctx.Done():
+			}
+		})
+		switch {
+		case exit:
 			return fmt.Errorf("dependency failed to start: container exited (%d)", code)
-		case <-env.Clock.After(gap): // Docker waits one interval before the first check
-		case <-ctx.Done():
+		case ctx.Err() != nil:
 			if h.WaitTimeout > 0 && env.Clock.Since(start) >= h.WaitTimeout {
 				return fmt.Errorf("compose --wait-timeout %s reached before the container was healthy", h.WaitTimeout)
 			}

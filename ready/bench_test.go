@@ -49,7 +49,7 @@ func BenchmarkLogWatch(b *testing.B) {
 			}
 			close(done)
 		}()
-		if err := watchLog(context.Background(), strings.NewReader(text), NewSGLangParser(), out); err != nil {
+		if err := watchLog(context.Background(), strings.NewReader(text), NewSGLangParser(), out, nil); err != nil {
 			b.Fatal(err)
 		}
 		close(out)

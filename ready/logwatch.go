@@ -8,9 +8,11 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/incident-replay/incident-replay/sglang"
+	"github.com/incident-replay/incident-replay/vtime"
 )
 
 // maxLine bounds one physical line; longer ones are cut (a server_args repr can be long, but
@@ -100,7 +102,7 @@ type follower struct {
 	path string
 	poll time.Duration
 	f    *os.File
-	off  int64
+	off  atomic.Int64 // bytes of the current file read so far
 
 	kick    chan struct{} // a Sync is waiting: look again without waiting out the poll
 	mu      sync.Mutex
@@ -152,21 +154,22 @@ func (f *follower) Read(p []byte) (int, error) {
 		if f.f == nil {
 			fh, err := os.Open(f.path)
 			if err == nil {
-				f.f, f.off = fh, 0
+				f.f = fh
+				f.off.Store(0)
 			} else if !errors.Is(err, os.ErrNotExist) {
 				return 0, err
 			}
 		}
 		if f.f != nil {
 			n, err := f.f.Read(p)
-			f.off += int64(n)
+			f.off.Add(int64(n))
 			if n > 0 {
 				return n, nil
 			}
 			if err != nil && !errors.Is(err, io.EOF) {
 				return 0, err
 			}
-			if st, serr := f.f.Stat(); serr == nil && st.Size() < f.off {
+			if st, serr := f.f.Stat(); serr == nil && st.Size() < f.off.Load() {
 				f.f.Close() // truncated (log rotation with copytruncate): start over
 				f.f = nil
 				continue
@@ -183,11 +186,33 @@ func (f *follower) Read(p []byte) (int, error) {
 	}
 }
 
+// Unread reports whether the file holds bytes the reader has not returned yet (a virtual
+// clock waits for them: the line is already in the past of whoever wrote it).
+func (f *follower) Unread() bool {
+	st, err := os.Stat(f.path)
+	if err != nil {
+		return false
+	}
+	return st.Size() > f.off.Load()
+}
+
 func (f *follower) Close() error {
 	if f.f != nil {
 		return f.f.Close()
 	}
 	return nil
+}
+
+// idleReader reads r with task t idle: a reader that waits for more of a file is not work
+// (the clock waits for unread bytes through the follower instead).
+type idleReader struct {
+	r io.Reader
+	t *vtime.Task
+}
+
+func (i idleReader) Read(p []byte) (n int, err error) {
+	i.t.Idle(func() { n, err = i.r.Read(p) })
+	return n, err
 }
 
 // logLine is one typed line on its way from the watcher goroutine to Wait's loop.
@@ -198,7 +223,7 @@ type logLine struct {
 
 // watchLog reads r to the end, sending each typed line to out. It never blocks on anything but
 // the reader and out, so a quiet log costs nothing.
-func watchLog(ctx context.Context, r io.Reader, parser LineParser, out chan<- logLine) error {
+func watchLog(ctx context.Context, r io.Reader, parser LineParser, out chan<- logLine, to *vtime.Task) error {
 	lr := NewLineReader(r)
 	for {
 		line, err := lr.Next()
@@ -209,6 +234,7 @@ func watchLog(ctx context.Context, r io.Reader, parser LineParser, out chan<- lo
 			return err
 		}
 		for _, ev := range parser.Feed(line) {
+			to.Wake()
 			select {
 			case out <- logLine{ev: ev, raw: line}:
 			case <-ctx.Done():

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/incident-replay/incident-replay/vtime"
 )
 
 // prober runs the probe ladder: TCP connect, GET /health by status, optional generation probe,
@@ -44,7 +46,8 @@ func newProber(spec *Spec, base *url.URL) *prober {
 		Proxy:             nil, // proxies that catch loopback turn a healthy server into 502/403 (P11)
 		DisableKeepAlives: true,
 		TLSClientConfig:   spec.TLS,
-		DialContext:       (&net.Dialer{}).DialContext,
+		// On a virtual clock the round's task is idle while its request is on the wire.
+		DialContext: vtime.DialContext((&net.Dialer{}).DialContext),
 	}
 	if base.Scheme == "https" && tr.TLSClientConfig == nil {
 		tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
@@ -82,7 +85,13 @@ func (p *prober) observe(d time.Duration) {
 // withTimeout bounds ctx on the spec's clock (scaled or fake), not wall time.
 func (p *prober) withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	t := p.clock.AfterFunc(d, func() { cancel(errRequestTimeout{d}) })
+	task := vtime.TaskFrom(ctx)
+	t := p.clock.AfterFunc(d, func() {
+		if task != nil {
+			task.Wake() // the round works again from its timeout on
+		}
+		cancel(errRequestTimeout{d})
+	})
 	return ctx, func() { t.Stop(); cancel(nil) }
 }
 

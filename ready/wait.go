@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"time"
+
+	"github.com/incident-replay/incident-replay/vtime"
 )
 
 // Wait blocks until the server at spec.Endpoint is ready or a failure rule fires, and reports
@@ -32,13 +34,29 @@ func Wait(ctx context.Context, spec Spec) (Report, error) {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The caller's task on a virtual clock (nil otherwise): the loop below is idle only
+	// while it waits, and whoever hands it work wakes it first.
+	loopTask := vtime.TaskFrom(ctx)
+	if loopTask == nil {
+		loopTask = vtime.NewTask(clock)
+		defer loopTask.End()
+	}
 
 	var logCh chan logLine
 	logDone := make(chan error, 1)
 	if s.Log != nil {
 		m.lastProgress = start // a server that prints nothing at all is stalled in "starting"
 		logCh = make(chan logLine, 256)
-		go func() { logDone <- watchLog(ctx, s.Log, s.Parser, logCh) }()
+		// On a virtual clock the watcher is a task of its own that wakes the loop's task
+		// before it hands over a line.
+		wt := vtime.NewTask(clock)
+		go func() {
+			defer wt.End()
+			wctx := vtime.WithTask(ctx, wt)
+			err := watchLog(wctx, idleReader{s.Log, wt}, s.Parser, logCh, loopTask)
+			loopTask.Wake()
+			logDone <- err
+		}()
 	}
 	var procDone <-chan struct{}
 	if s.Process != nil {
@@ -61,7 +79,13 @@ func Wait(ctx context.Context, spec Spec) (Report, error) {
 	startRound := func() {
 		inFlight = true
 		p.logKey = m.logAPIKey // no round in flight: the prober is not running
-		go func() { roundCh <- p.run(ctx) }()
+		rt := vtime.NewTask(clock)
+		go func() {
+			defer rt.End()
+			r := p.run(vtime.WithTask(ctx, rt))
+			loopTask.Wake()
+			roundCh <- r
+		}()
 	}
 	progress := func(prevPhase Phase, prevPct int) {
 		if m.phase != prevPhase {
@@ -97,14 +121,39 @@ func Wait(ctx context.Context, spec Spec) (Report, error) {
 		}
 		timer.Reset(max(clock.Until(wake), 0))
 
-		select {
-		case <-ctx.Done():
+		// Idle while nothing has arrived: on a virtual clock, time may move only then.
+		var (
+			ev   waitEvent
+			l    logLine
+			lerr error
+			r    round
+		)
+		loopTask.Idle(func() {
+			select {
+			case <-ctx.Done():
+				ev = evCtx
+			case l = <-logCh:
+				ev = evLine
+			case lerr = <-logDone:
+				ev = evLogEnd
+			case <-procDone:
+				ev = evExit
+			case r = <-roundCh:
+				ev = evRound
+			case <-synced:
+				ev = evSynced
+			case <-timer.Chan():
+				ev = evTick
+			}
+		})
+		switch ev {
+		case evCtx:
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				m.finish(CodeTimeout, "caller's deadline passed in phase "+m.phase.String())
 			} else {
 				m.finish(CodeInternal, "cancelled in phase "+m.phase.String())
 			}
-		case l := <-logCh:
+		case evLine:
 			pp, pc, armed := m.phase, m.pct, m.fatalLine
 			if m.onLine(l.ev, l.raw, clock.Now()) && !inFlight {
 				nextProbe = clock.Now()
@@ -113,17 +162,17 @@ func Wait(ctx context.Context, spec Spec) (Report, error) {
 			if m.fatalLine != armed && m.fatalLine != "" {
 				emit(Progress{Event: "fatal", Phase: m.phase, Message: "fatal line (confirming): " + m.fatalLine})
 			}
-		case err := <-logDone:
+		case evLogEnd:
 			logCh, logDone = drain(logCh, m, clock.Now()), nil
 			if synced != nil { // the log ended: nothing more will come before the round
 				synced = nil
 				judge(held, clock.Now())
 			}
-			if err != nil {
-				m.notes = append(m.notes, "log stream failed: "+err.Error())
+			if lerr != nil {
+				m.notes = append(m.notes, "log stream failed: "+lerr.Error())
 			}
 			m.logEnded(clock.Now())
-		case <-procDone:
+		case evExit:
 			procDone = nil
 			// The lines it printed on the way out are the cause: let them arrive first.
 			drainNow(logCh, m, clock.Now())
@@ -131,17 +180,17 @@ func Wait(ctx context.Context, spec Spec) (Report, error) {
 			if logDone == nil {
 				m.logEnded(clock.Now())
 			}
-		case r := <-roundCh:
+		case evRound:
 			if r.kind == roundOK && syncer != nil && logCh != nil && !m.logReady {
 				held, synced = r, syncer.Sync()
 				continue
 			}
 			judge(r, clock.Now())
-		case <-synced:
+		case evSynced:
 			synced = nil
 			drainNow(logCh, m, clock.Now())
 			judge(held, clock.Now())
-		case <-timer.Chan():
+		case evTick:
 			m.onTick(clock.Now())
 		}
 	}
@@ -164,6 +213,19 @@ func Wait(ctx context.Context, spec Spec) (Report, error) {
 	}
 	return rep, &Error{Code: rep.Code, Cause: rep.Cause}
 }
+
+// waitEvent is what ended one wait of Wait's loop.
+type waitEvent int
+
+const (
+	evCtx waitEvent = iota
+	evLine
+	evLogEnd
+	evExit
+	evRound
+	evSynced
+	evTick
+)
 
 func pctPtr(p int) *int {
 	if p < 0 {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/incident-replay/incident-replay/vtime"
 )
 
 // Clock is the one source of time for a run. Log timestamps, timers, probe intervals and
@@ -49,31 +51,22 @@ func CheckFactor(factor float64) error {
 }
 
 // Factor reports how many times faster than wall time c runs: the factor of a Scaled clock,
-// 1 for any other clock except a Manual one, which does not follow wall time (0).
+// 1 for any other clock except a Manual or virtual one, which do not follow wall time (0).
 func Factor(c Clock) float64 {
 	switch c := c.(type) {
 	case *scaledClock:
 		return c.factor
-	case *clockwork.FakeClock:
+	case *clockwork.FakeClock, *vtime.Clock:
 		return 0
 	}
 	return 1
 }
 
 // SleepCtx waits d on c, or until ctx is done, whichever comes first. It returns ctx.Err()
-// when ctx ended the wait, nil otherwise.
+// when ctx ended the wait, nil otherwise. On a virtual clock (vtime) the wait is the task's
+// that ctx carries, so the clock knows the caller is idle until it wakes.
 func SleepCtx(ctx context.Context, c Clock, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := c.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.Chan():
-		return nil
-	}
+	return vtime.Sleep(ctx, c, d)
 }
 
 type scaledClock struct {

@@ -85,8 +85,11 @@ func New(start time.Time, opts Options) *Clock {
 	return c
 }
 
-// Close stops the driver; time stands still from then on. Safe to call twice.
+// Close stops the driver; time stands still from then on. Safe to call twice, and on nil.
 func (c *Clock) Close() {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()

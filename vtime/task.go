@@ -12,14 +12,16 @@ import (
 // while it waits through its own methods; the clock marks it busy again at the instant it
 // wakes it, so no jump can slip in between a wake-up and the work it starts.
 //
-// On any clock other than a *Clock a Task is plain: its waits use that clock's timers.
+// On any clock other than a *Clock a Task is plain: its waits use that clock's timers. End,
+// Park, Wake, Idle and Notify do nothing on a nil Task.
 type Task struct {
 	c     *Clock          // nil: plain
 	plain clockwork.Clock // the clock of a plain task
 	wake  chan struct{}
 
 	// guarded by c.mu
-	waiting  bool // idle in Wait or Idle
+	waiting  bool // idle in Wait, Idle or Park
+	inWait   bool // idle in Wait: only the clock, Notify or ctx end it
 	notified bool // Notify came while not waiting: the next Wait returns at once
 	ended    bool
 	t        *timer
@@ -42,7 +44,7 @@ func NewTask(clock clockwork.Clock) *Task {
 
 // End ends the task's work. Safe to call twice.
 func (t *Task) End() {
-	if t.c == nil {
+	if t == nil || t.c == nil {
 		return
 	}
 	c := t.c
@@ -102,7 +104,7 @@ func (t *Task) Wait(ctx context.Context, due time.Time) (notified bool, err erro
 	case <-t.wake:
 	default:
 	}
-	t.waiting = true
+	t.waiting, t.inWait = true, true
 	c.busy--
 	if !due.IsZero() {
 		t.t.due = due
@@ -119,6 +121,7 @@ func (t *Task) Wait(ctx context.Context, due time.Time) (notified bool, err erro
 	case <-ctx.Done():
 	}
 	c.mu.Lock()
+	t.inWait = false
 	if t.waiting { // ctx ended it: nobody marked the task busy
 		t.waiting = false
 		c.busy++
@@ -158,6 +161,9 @@ func (t *Task) plainWait(ctx context.Context, due time.Time) (bool, error) {
 // Notify wakes the task from Wait, busy from this call on; a task that is not waiting returns
 // from its next Wait at once.
 func (t *Task) Notify() {
+	if t == nil {
+		return
+	}
 	if t.c == nil {
 		select {
 		case t.wake <- struct{}{}:
@@ -189,10 +195,43 @@ func (t *Task) wakeLocked() {
 	}
 }
 
+// Park marks a busy task idle until Wake: its goroutine has handed its work to others that
+// the clock watches (a request written to a socket).
+func (t *Task) Park() {
+	if t == nil || t.c == nil {
+		return
+	}
+	c := t.c
+	c.mu.Lock()
+	if !t.ended && !t.waiting {
+		t.waiting = true
+		c.busy--
+	}
+	c.mu.Unlock()
+	c.touch()
+}
+
+// Wake marks a parked or waiting task busy from this call on, without ending a Wait early:
+// whoever hands a task its next piece of work (an answer read from its socket, a value it is
+// about to receive) calls Wake first, so no jump falls between the hand-over and the work.
+func (t *Task) Wake() {
+	if t == nil || t.c == nil {
+		return
+	}
+	c := t.c
+	c.mu.Lock()
+	if !t.ended && t.waiting && !t.inWait {
+		t.waiting = false
+		c.busy++
+	}
+	c.mu.Unlock()
+	c.act.Add(1)
+}
+
 // Idle runs f, a blocking call whose progress other participants account for (a request on a
 // socket the clock watches, a read of a file a follower reports on), with the task idle.
 func (t *Task) Idle(f func()) {
-	if t.c == nil {
+	if t == nil || t.c == nil {
 		f()
 		return
 	}

@@ -103,7 +103,7 @@ func runScore(ctx context.Context, stdout, stderr io.Writer, o scoreOptions) err
 	}
 	defer cleanup()
 	var ft harness.Faketime
-	if o.speed != 1 {
+	if o.speed != 1 && o.speed != harness.Virtual {
 		if ft, err = harness.FindFaketime(); err != nil {
 			return err
 		}
