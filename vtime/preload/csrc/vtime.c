@@ -337,7 +337,7 @@ static int vt_is_go(struct dl_phdr_info *info, size_t size, void *data)
 		while (p + sizeof(ElfW(Nhdr)) <= end) {
 			const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
 			const char *name = p + sizeof(*n);
-			if (n->n_namesz == 3 && memcmp(name, "Go", 3) == 0 && n->n_type == 4)
+			if ((n->n_namesz == 3 || n->n_namesz == 4) && memcmp(name, "Go", 3) == 0 && n->n_type == 4)
 				*(int *)data = 1;
 			p = name + ((n->n_namesz + 3) & ~3u) + ((n->n_descsz + 3) & ~3u);
 		}
