@@ -17,6 +17,8 @@ type Group struct {
 
 	mu      sync.Mutex
 	procFd  int
+	loadFd  int
+	lastPid int // /proc/loadavg's newest pid when scan last read /proc
 	gen     uint32
 	members map[int]*member
 	others  map[int]uint32 // pids seen outside the group, with the scan that saw them
@@ -52,7 +54,7 @@ const (
 // Group returns the process group pgid as a clock participant. A Group is safe for
 // concurrent use; it keeps a few /proc files open per thread until Close.
 func (p *Page) Group(pgid int) *Group {
-	return &Group{p: p, pgid: pgid, procFd: -1, members: map[int]*member{}, others: map[int]uint32{},
+	return &Group{p: p, pgid: pgid, procFd: -1, loadFd: -1, members: map[int]*member{}, others: map[int]uint32{},
 		tids: map[int]*task{}, buf: make([]byte, 1024), dirbuf: make([]byte, 32<<10)}
 }
 
@@ -238,7 +240,9 @@ func (g *Group) readTask(t *task) bool {
 }
 
 // scan reads /proc for processes that joined the group (a fork keeps the parent's group)
-// and forgets processes that are gone. It reports whether it found a new member.
+// and forgets processes that are gone. It reports whether it found a new member. Reading
+// /proc costs tens of µs, so it is skipped while the newest pid in /proc/loadavg stays
+// the same: then no process (nor thread) was created since the last read.
 func (g *Group) scan() (found bool) {
 	if g.procFd < 0 {
 		fd, err := syscall.Open("/proc", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
@@ -246,7 +250,15 @@ func (g *Group) scan() (found bool) {
 			return false
 		}
 		g.procFd = fd
+		if g.loadFd, err = syscall.Open("/proc/loadavg", syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err != nil {
+			g.loadFd = -1
+		}
 	}
+	last := g.newestPid()
+	if last > 0 && last == g.lastPid {
+		return false
+	}
+	g.lastPid = last
 	if _, err := syscall.Seek(g.procFd, 0, 0); err != nil {
 		return false
 	}
@@ -283,6 +295,19 @@ func (g *Group) scan() (found bool) {
 		}
 	}
 	return found
+}
+
+// newestPid is the last field of /proc/loadavg; 0 when unknown.
+func (g *Group) newestPid() int {
+	if g.loadFd < 0 {
+		return 0
+	}
+	n, err := syscall.Pread(g.loadFd, g.buf, 0)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	b := bytes.TrimRight(g.buf[:n], "\n")
+	return max(atoi(b[bytes.LastIndexByte(b, ' ')+1:]), 0)
 }
 
 func (g *Group) pgrpOf(pid int) int {
@@ -452,6 +477,10 @@ func (g *Group) Close() {
 	if g.procFd >= 0 {
 		syscall.Close(g.procFd)
 		g.procFd = -1
+	}
+	if g.loadFd >= 0 {
+		syscall.Close(g.loadFd)
+		g.loadFd = -1
 	}
 }
 

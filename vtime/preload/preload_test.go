@@ -32,6 +32,14 @@ func TestMain(m *testing.M) {
 		time.Sleep(30 * time.Second) // a Go binary in a group: it never sees virtual time
 		os.Exit(0)
 	}
+	if dir := os.Getenv("VTIME_TEST_OWNER_DIR"); dir != "" {
+		p, err := NewPage(dir, start) // and exit without Close: a dead owner
+		if err != nil {
+			os.Exit(1)
+		}
+		fmt.Println(p.Path())
+		os.Exit(0)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	lib, libErr = Library(ctx)
 	cancel()
@@ -324,6 +332,63 @@ func TestUnderLoad(t *testing.T) {
 	t.Run("sleep300", TestSleep300)
 }
 
+// TestClosedPageRunsFree: after Close a sleeper finishes in real time instead of hanging.
+func TestClosedPageRunsFree(t *testing.T) {
+	needLib(t)
+	p := newPage(t)
+	cmd, _ := startGroup(t, p, nil, io.Discard, "sleep", "0.3")
+	time.Sleep(50 * time.Millisecond)
+	wall0 := time.Now()
+	p.Close()
+	if err := waitFor(cmd, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	within(t, "wall after Close", time.Since(wall0), 0, 2*time.Second)
+}
+
+// TestDeadOwnerRunsFree: a page whose owner died without closing it; a sleeper notices
+// (within a second) and finishes in real time.
+func TestDeadOwnerRunsFree(t *testing.T) {
+	needLib(t)
+	self, _ := os.Executable()
+	dir := t.TempDir()
+	cmd := exec.Command(self)
+	cmd.Env = append(os.Environ(), "VTIME_TEST_OWNER_DIR="+dir)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err, string(out))
+	}
+	page := strings.TrimSpace(string(out))
+	sleeper := exec.Command("bash", "-c", "sleep 0.3; date +%s")
+	sleeper.Env = append(os.Environ(), "LD_PRELOAD="+lib, "VTIME_PAGE="+page)
+	sleeper.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var buf bytes.Buffer
+	sleeper.Stdout = &buf
+	wall0 := time.Now()
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(-sleeper.Process.Pid, syscall.SIGKILL) })
+	if err := waitFor(sleeper, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	within(t, "wall", time.Since(wall0), 300*time.Millisecond, 3*time.Second)
+	if got := strings.TrimSpace(buf.String()); got != unix(0) {
+		t.Errorf("date printed %s, want %s: the free clock goes on from the page's time", got, unix(0))
+	}
+}
+
+func waitFor(cmd *exec.Cmd, limit time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(limit):
+		return fmt.Errorf("%v still running after %v", cmd.Args, limit)
+	}
+}
+
 func TestUnvirtualised(t *testing.T) {
 	needLib(t)
 	dir := t.TempDir()
@@ -349,7 +414,7 @@ func TestUnvirtualised(t *testing.T) {
 		}
 	}
 	if len(got) != 2 {
-		for _, pid := range got { exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe"); t.Log(pid, exe) }; t.Fatalf("Unvirtualised = %v, want the static and the Go binary", got)
+		t.Fatalf("Unvirtualised = %v (%v), want the static and the Go binary", got, exes(got))
 	}
 	for _, pid := range got {
 		exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
@@ -359,25 +424,38 @@ func TestUnvirtualised(t *testing.T) {
 	}
 }
 
+func exes(pids []int) []string {
+	var out []string
+	for _, pid := range pids {
+		exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+		out = append(out, exe)
+	}
+	return out
+}
+
+// BenchmarkGroupIdle measures Idle on a two-process group: idle (bash in wait4, sleep on
+// the futex: the full path, both reads of every thread) and busy (one spinning bash: the
+// early exit).
 func BenchmarkGroupIdle(b *testing.B) {
 	needLib(b)
-	p := newPage(b)
-	_, g := startGroup(b, p, nil, io.Discard, "bash", "-c", "sleep 1000; true")
-	deadline := time.Now().Add(5 * time.Second)
-	for idle, _ := g.Idle(); !idle; idle, _ = g.Idle() {
-		if time.Now().After(deadline) {
-			b.Fatal("bash -c 'sleep 1000' never idle")
-		}
-		time.Sleep(time.Millisecond)
+	for _, c := range []struct{ name, script string }{
+		{"idle", "sleep 1000; true"},
+		{"busy", "while :; do :; done; true"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p := newPage(b)
+			_, g := startGroup(b, p, nil, io.Discard, "bash", "-c", c.script)
+			time.Sleep(100 * time.Millisecond)
+			g.Idle()
+			n := 0
+			for b.Loop() {
+				if idle, _ := g.Idle(); idle {
+					n++
+				}
+			}
+			b.ReportMetric(float64(n)/float64(b.N), "idle/op")
+		})
 	}
-	b.ResetTimer()
-	n := 0
-	for b.Loop() {
-		if idle, _ := g.Idle(); idle {
-			n++
-		}
-	}
-	b.ReportMetric(float64(n)/float64(b.N), "idle/op")
 }
 
 func BenchmarkSleepLoop(b *testing.B) {
