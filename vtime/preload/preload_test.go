@@ -238,6 +238,40 @@ func TestPythonSleep(t *testing.T) {
 	within(t, "wall", r.wall, 0, 2*time.Second)
 }
 
+// TestPythonWaits: a semaphore wait (threading.Event.wait: sem_clockwait), select and
+// epoll on a silent pipe, alarm and setitimer with signal.pause; each prints the seconds
+// since the start.
+func TestPythonWaits(t *testing.T) {
+	py := python(t)
+	script := `
+import select, signal, sys, threading, time
+t0 = time.time()
+def at(): print(round(time.time() - t0, 3), flush=True)
+threading.Event().wait(4); at()
+select.select([sys.stdin], [], [], 3); at()
+e = select.epoll(); e.register(sys.stdin.fileno(), select.EPOLLIN); e.poll(2.5); at()
+signal.signal(signal.SIGALRM, lambda *a: None)
+signal.alarm(7); signal.pause(); at()
+signal.setitimer(signal.ITIMER_REAL, 1.5); signal.pause(); at()
+`
+	r := run(t, silentPipe(t), nil, 5*time.Second, py, "-c", script)
+	if want := []string{"4.0", "7.0", "9.5", "16.5", "18.0"}; !slices.Equal(lines(r.out), want) {
+		t.Errorf("output %q, want %q", r.out, want)
+	}
+	within(t, "wall", r.wall, 0, 2*time.Second)
+}
+
+// TestAlarmSurvivesExec: an alarm set before exec kills the new image (sleep) at its due
+// time, as the kernel's alarm does.
+func TestAlarmSurvivesExec(t *testing.T) {
+	py := python(t)
+	r := run(t, nil, nil, 5*time.Second, py, "-c", "import os, signal; signal.alarm(5); os.execv('/usr/bin/sleep', ['sleep', '100'])")
+	if r.code != -1 {
+		t.Errorf("exit %d, want killed by SIGALRM; output %q", r.code, r.out)
+	}
+	within(t, "virtual", r.virt, 5*time.Second, 5*time.Second+50*time.Millisecond)
+}
+
 func TestCurlMaxTime(t *testing.T) {
 	needLib(t)
 	p := newPage(t)

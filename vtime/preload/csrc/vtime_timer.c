@@ -88,17 +88,18 @@ static void vt_fire(int idx)
 	}
 	if (ev->sigev_notify != SIGEV_SIGNAL && ev->sigev_notify != SIGEV_THREAD_ID)
 		return;
+	if (idx == 0) {
+		/* The kernel's SI_KERNEL is refused from a thread other than the main one. */
+		kill(getpid(), ev->sigev_signo);
+		return;
+	}
 	siginfo_t si;
 	memset(&si, 0, sizeof(si));
 	si.si_signo = ev->sigev_signo;
-	if (idx == 0) {
-		si.si_code = SI_KERNEL;
-	} else {
-		si.si_code = SI_TIMER;
-		si.si_timerid = idx;
-		si.si_overrun = t->overrun;
-		si.si_value = ev->sigev_value;
-	}
+	si.si_code = SI_TIMER;
+	si.si_timerid = idx;
+	si.si_overrun = t->overrun;
+	si.si_value = ev->sigev_value;
 	if (ev->sigev_notify == SIGEV_THREAD_ID)
 		syscall(SYS_rt_tgsigqueueinfo, getpid(), ev->_sigev_un._tid, si.si_signo, &si);
 	else
