@@ -64,6 +64,7 @@ const (
 // that loaded the library with VTIME_PAGE naming it.
 type Page struct {
 	path   string
+	f      *os.File     // holds an exclusive flock while the page is open: the library's sign of a live owner
 	mu     sync.RWMutex // Close takes it exclusively; every other use of mem shares it
 	mem    []byte
 	closed bool
@@ -79,10 +80,13 @@ func NewPage(dir string, start time.Time) (*Page, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vtime/preload: create the clock page: %w (pass a writable directory to NewPage)", err)
 	}
-	defer f.Close()
 	fail := func(err error) (*Page, error) {
+		f.Close()
 		os.Remove(f.Name())
 		return nil, fmt.Errorf("vtime/preload: set up the clock page %s: %w", f.Name(), err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return fail(err)
 	}
 	if err := f.Truncate(pageSize); err != nil {
 		return fail(err)
@@ -91,7 +95,7 @@ func NewPage(dir string, start time.Time) (*Page, error) {
 	if err != nil {
 		return fail(err)
 	}
-	p := &Page{path: f.Name(), mem: mem}
+	p := &Page{path: f.Name(), f: f, mem: mem}
 	*p.u32(offVersion) = pageVersion
 	*p.i32(offOwner) = int32(os.Getpid())
 	*p.i64(offNow) = start.UnixNano()
@@ -158,7 +162,7 @@ func (p *Page) Close() error {
 	p.closed = true
 	atomic.StoreUint32(p.u32(offState), 1)
 	p.wake()
-	err := syscall.Munmap(p.mem)
+	err := errors.Join(syscall.Munmap(p.mem), p.f.Close())
 	p.mem = nil
 	if rerr := os.Remove(p.path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 		err = errors.Join(err, rerr)

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -77,10 +78,26 @@ int vt_free_running(void)
 	return vt_free;
 }
 
+static char *vt_path;
+
+/* vt_check_owner notices an owner that died without closing the page: the owner holds an
+ * exclusive flock on the page file for the page's life, which works across pid
+ * namespaces. */
 void vt_check_owner(void)
 {
-	if (!vt_free && kill(vt_pg->owner, 0) == -1 && errno == ESRCH)
-		vt_go_free();
+	if (vt_free)
+		return;
+	int e = errno;
+	int fd = open(vt_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			vt_go_free();
+	} else {
+		if (flock(fd, LOCK_SH | LOCK_NB) == 0)
+			vt_go_free();
+		close(fd);
+	}
+	errno = e;
 }
 
 int64_t vt_now(void)
@@ -88,11 +105,8 @@ int64_t vt_now(void)
 	if (vt_free_running())
 		return vt_free_v0 + (vt_real_mono() - vt_free_r0);
 	/* A process that only reads the clock must also notice a dead owner. */
-	if ((++vt_reads & 4095) == 0) {
-		int e = errno;
+	if ((++vt_reads & 4095) == 0)
 		vt_check_owner();
-		errno = e;
-	}
 	return __atomic_load_n(&vt_pg->now, __ATOMIC_ACQUIRE);
 }
 
@@ -429,6 +443,10 @@ __attribute__((constructor)) static void vt_init(void)
 	    h->procs_off + (uint64_t)h->nprocs * sizeof(struct vt_proc) > size ||
 	    h->slots_off + (uint64_t)h->nslots * sizeof(struct vt_slot) > size ||
 	    h->procs_off % 8 || h->slots_off % 8) {
+		munmap(m, (size_t)st.st_size);
+		return;
+	}
+	if (!(vt_path = strdup(path))) {
 		munmap(m, (size_t)st.st_size);
 		return;
 	}

@@ -28,7 +28,7 @@ struct vt_header {
 	char magic[8];     /* "VTIMEPG1" */
 	uint32_t version;  /* VT_VERSION */
 	uint32_t state;    /* 0 open, 1 closed: the run is over, clocks run free */
-	int32_t owner;     /* pid of the clock's owner */
+	int32_t owner;     /* pid of the clock's owner, who holds an exclusive flock on the file */
 	uint32_t seq;      /* futex word; bumped by every change waiters must see */
 	int64_t now;       /* virtual wall time, Unix ns */
 	int64_t mono_off;  /* virtual monotonic = now + mono_off */
