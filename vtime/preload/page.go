@@ -2,7 +2,21 @@
 // LD_PRELOAD library (the embedded C sources, built by Library) serves their time reads,
 // sleeps, timed waits and signal timers from a shared page that a Page owns, and a Group
 // tells the clock's driver when a process group cannot make progress until virtual time
-// moves.
+// moves. A driver loops:
+//
+//	if idle, next := g.Idle(); idle && !next.IsZero() {
+//		p.Set(next)
+//	}
+//
+// The library covers clock_gettime (wall, monotonic and boot clocks), gettimeofday, time,
+// timespec_get; nanosleep, clock_nanosleep, usleep, sleep; the timeouts of poll, ppoll,
+// select, pselect, epoll_wait, epoll_pwait, epoll_pwait2, pthread_cond_timedwait,
+// pthread_cond_clockwait, sem_timedwait, sem_clockwait, sigtimedwait; alarm, setitimer
+// and getitimer (ITIMER_REAL), timer_create and the other timer_* calls. It does not cover
+// timerfd, socket timeouts (SO_RCVTIMEO, SO_SNDTIMEO), pthread_mutex_timedlock,
+// futex, clock_gettime or sleeps made as raw system calls, nor processes that do not
+// load it (static binaries, setuid programs, a cleared environment) or that bypass libc
+// for time (Go binaries): Group.Unvirtualised names those.
 package preload
 
 import (
