@@ -477,4 +477,3 @@ func (g *Group) Close() {
 		g.loadFd = -1
 	}
 }
-
