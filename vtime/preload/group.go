@@ -1,0 +1,479 @@
+package preload
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Group is one process group as a participant of the clock.
+type Group struct {
+	p    *Page
+	pgid int
+
+	mu      sync.Mutex
+	procFd  int
+	loadFd  int
+	lastPid int // /proc/loadavg's newest pid when scan last read /proc
+	gen     uint32
+	members map[int]*member
+	others  map[int]uint32 // pids seen outside the group, with the scan that saw them
+	tids    map[int]*task
+	buf     []byte
+	dirbuf  []byte
+	reclaim time.Time
+}
+
+type member struct {
+	pid    int
+	taskFd int
+	gen    uint32
+	tasks  map[int]*task
+}
+
+// task is one thread, with its /proc files kept open: a pread renews them, and fails with
+// ESRCH once the thread is gone, even if its id was reused.
+type task struct {
+	tid             int
+	statFd, schedFd int
+	gen             uint32
+	state           byte
+	runtime, runs   uint64
+}
+
+const (
+	unvirtualisedGrace = 100 * time.Millisecond
+	reclaimEvery       = 100 * time.Millisecond
+	userHz             = 100 // the unit of /proc/PID/stat's times on Linux
+)
+
+// Group returns the process group pgid as a clock participant. A Group is safe for
+// concurrent use; it keeps a few /proc files open per thread until Close.
+func (p *Page) Group(pgid int) *Group {
+	return &Group{p: p, pgid: pgid, procFd: -1, loadFd: -1, members: map[int]*member{}, others: map[int]uint32{},
+		tids: map[int]*task{}, buf: make([]byte, 1024), dirbuf: make([]byte, 32<<10)}
+}
+
+// Idle reports whether no process in the group can make progress until virtual time moves,
+// and next, the earliest virtual deadline among the group's waiters (zero when none).
+//
+// Every thread of every live process in the group must be asleep (state S; zombies and
+// stopped processes do not count), and every thread registered in a library wait must
+// have a deadline after now. The threads are read twice, with the scan for new
+// processes and the read of the slots in between; a thread that changed state or ran in
+// between (its run time or run count moved) makes the answer false. So a true answer
+// means that, at one instant between the two reads, the whole group was asleep.
+func (g *Group) Idle() (idle bool, next time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.p.mu.RLock()
+	defer g.p.mu.RUnlock()
+	if g.p.closed {
+		return false, time.Time{}
+	}
+	if !g.refresh(true) {
+		return false, time.Time{}
+	}
+	if g.scan() {
+		return false, time.Time{} // a new member: read it on the next call
+	}
+	now := atomic.LoadInt64(g.p.i64(offNow))
+	earliest := int64(deadlineNone)
+	var foreign bool
+	for i := range nSlots {
+		off := slotAt(i)
+		tid := int(atomic.LoadInt32(g.p.i32(off + slotTid)))
+		if tid == 0 {
+			continue
+		}
+		if g.tids[tid] == nil {
+			foreign = true
+			continue
+		}
+		if atomic.LoadUint32(g.p.u32(off+slotState)) == 0 {
+			continue
+		}
+		d := atomic.LoadInt64(g.p.i64(off + slotDeadline))
+		if d <= now {
+			return false, time.Time{} // due: it is about to run
+		}
+		earliest = min(earliest, d)
+	}
+	if foreign && time.Since(g.reclaim) > reclaimEvery {
+		g.reclaimSlots()
+	}
+	for _, m := range g.members {
+		if !g.same(m) {
+			return false, time.Time{}
+		}
+	}
+	if earliest != deadlineNone {
+		next = time.Unix(0, earliest)
+	}
+	return true, next
+}
+
+// refresh lists every member's threads and reads them. With stopAtBusy it stops at the
+// first thread that is running, runnable or in disk sleep and returns false.
+func (g *Group) refresh(stopAtBusy bool) bool {
+	for pid, m := range g.members {
+		if !g.listTasks(m) {
+			g.drop(pid)
+			continue
+		}
+		for tid, t := range m.tasks {
+			if !g.readTask(t) {
+				g.closeTask(m, tid)
+				continue
+			}
+			if stopAtBusy && !asleep(t.state) {
+				return false
+			}
+		}
+		if len(m.tasks) == 0 {
+			g.drop(pid)
+		}
+	}
+	return true
+}
+
+// same re-reads m's threads and reports whether none appeared, went, woke or ran.
+func (g *Group) same(m *member) bool {
+	n := len(m.tasks)
+	if !g.listTasks(m) || len(m.tasks) != n {
+		return false
+	}
+	for _, t := range m.tasks {
+		if t.gen != g.gen {
+			return false // listed before, gone now
+		}
+		state, runtime, runs := t.state, t.runtime, t.runs
+		if !g.readTask(t) || t.state != state || t.runtime != runtime || t.runs != runs {
+			return false
+		}
+	}
+	return true
+}
+
+func asleep(state byte) bool {
+	switch state {
+	case 'S', 'Z', 'T', 't', 'X':
+		return true
+	}
+	return false
+}
+
+// listTasks reads /proc/PID/task, opening newly seen threads and closing gone ones.
+func (g *Group) listTasks(m *member) bool {
+	if _, err := syscall.Seek(m.taskFd, 0, 0); err != nil {
+		return false
+	}
+	g.gen++
+	ok := g.readDir(m.taskFd, func(tid int) {
+		t := m.tasks[tid]
+		if t == nil {
+			t = g.openTask(m.pid, tid)
+			if t == nil {
+				return
+			}
+			m.tasks[tid] = t
+			g.tids[tid] = t
+		}
+		t.gen = g.gen
+	})
+	if !ok {
+		return false
+	}
+	for tid, t := range m.tasks {
+		if t.gen != g.gen {
+			g.closeTask(m, tid)
+		}
+	}
+	return true
+}
+
+func (g *Group) openTask(pid, tid int) *task {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(tid)
+	sfd, err := syscall.Open(dir+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	cfd, err := syscall.Open(dir+"/schedstat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		syscall.Close(sfd)
+		return nil
+	}
+	return &task{tid: tid, statFd: sfd, schedFd: cfd, state: 'R'}
+}
+
+// readTask renews t's state, run time and run count; false when the thread is gone or
+// has left the group.
+func (g *Group) readTask(t *task) bool {
+	n, err := syscall.Pread(t.statFd, g.buf, 0)
+	if err != nil || n <= 0 {
+		return false
+	}
+	f := statFields(g.buf[:n])
+	if f.n < 3 || atoi(f.f[2]) != g.pgid {
+		return false
+	}
+	t.state = f.f[0][0]
+	n, err = syscall.Pread(t.schedFd, g.buf, 0)
+	if err != nil || n <= 0 {
+		return false
+	}
+	var nums [3]uint64
+	i := 0
+	for _, c := range g.buf[:n] {
+		if c >= '0' && c <= '9' {
+			nums[i] = nums[i]*10 + uint64(c-'0')
+		} else if c == ' ' && i < 2 {
+			i++
+		}
+	}
+	t.runtime, t.runs = nums[0], nums[2]
+	return true
+}
+
+// scan reads /proc for processes that joined the group (a fork keeps the parent's group)
+// and forgets processes that are gone. It reports whether it found a new member. Reading
+// /proc costs tens of µs, so it is skipped while the newest pid in /proc/loadavg stays
+// the same: then no process (nor thread) was created since the last read.
+func (g *Group) scan() (found bool) {
+	if g.procFd < 0 {
+		fd, err := syscall.Open("/proc", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return false
+		}
+		g.procFd = fd
+		if g.loadFd, err = syscall.Open("/proc/loadavg", syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err != nil {
+			g.loadFd = -1
+		}
+	}
+	last := g.newestPid()
+	if last > 0 && last == g.lastPid {
+		return false
+	}
+	g.lastPid = last
+	if _, err := syscall.Seek(g.procFd, 0, 0); err != nil {
+		return false
+	}
+	g.gen++
+	gen := g.gen
+	g.readDir(g.procFd, func(pid int) {
+		if m := g.members[pid]; m != nil {
+			m.gen = gen
+			return
+		}
+		if _, ok := g.others[pid]; ok {
+			g.others[pid] = gen
+			return
+		}
+		if g.pgrpOf(pid) != g.pgid {
+			g.others[pid] = gen
+			return
+		}
+		fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/task", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			return
+		}
+		g.members[pid] = &member{pid: pid, taskFd: fd, gen: gen, tasks: map[int]*task{}}
+		found = true
+	})
+	for pid, m := range g.members {
+		if m.gen != gen {
+			g.drop(pid)
+		}
+	}
+	for pid, seen := range g.others {
+		if seen != gen {
+			delete(g.others, pid)
+		}
+	}
+	return found
+}
+
+// newestPid is the last field of /proc/loadavg; 0 when unknown.
+func (g *Group) newestPid() int {
+	if g.loadFd < 0 {
+		return 0
+	}
+	n, err := syscall.Pread(g.loadFd, g.buf, 0)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	b := bytes.TrimRight(g.buf[:n], "\n")
+	return max(atoi(b[bytes.LastIndexByte(b, ' ')+1:]), 0)
+}
+
+func (g *Group) pgrpOf(pid int) int {
+	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1
+	}
+	defer syscall.Close(fd)
+	n, err := syscall.Read(fd, g.buf)
+	if err != nil || n <= 0 {
+		return -1
+	}
+	f := statFields(g.buf[:n])
+	if f.n < 3 {
+		return -1
+	}
+	return atoi(f.f[2])
+}
+
+// readDir calls fn for every numeric entry of the directory open at fd.
+func (g *Group) readDir(fd int, fn func(int)) bool {
+	for {
+		n, err := syscall.Getdents(fd, g.dirbuf)
+		if err != nil {
+			return false
+		}
+		if n <= 0 {
+			return true
+		}
+		for b := g.dirbuf[:n]; len(b) >= 19; {
+			reclen := int(b[16]) | int(b[17])<<8
+			if reclen < 19 || reclen > len(b) {
+				break
+			}
+			name := b[19:reclen]
+			if z := bytes.IndexByte(name, 0); z >= 0 {
+				name = name[:z]
+			}
+			if id := atoi(name); id > 0 {
+				fn(id)
+			}
+			b = b[reclen:]
+		}
+	}
+}
+
+func (g *Group) drop(pid int) {
+	m := g.members[pid]
+	if m == nil {
+		return
+	}
+	for tid := range m.tasks {
+		g.closeTask(m, tid)
+	}
+	syscall.Close(m.taskFd)
+	delete(g.members, pid)
+}
+
+func (g *Group) closeTask(m *member, tid int) {
+	t := m.tasks[tid]
+	syscall.Close(t.statFd)
+	syscall.Close(t.schedFd)
+	delete(m.tasks, tid)
+	if g.tids[tid] == t {
+		delete(g.tids, tid)
+	}
+}
+
+// reclaimSlots frees slots and process entries whose thread or process is gone (killed
+// in a wait, or replaced by exec).
+func (g *Group) reclaimSlots() {
+	g.reclaim = time.Now()
+	for i := range nSlots {
+		off := slotAt(i)
+		tid := atomic.LoadInt32(g.p.i32(off + slotTid))
+		if tid != 0 && g.tids[int(tid)] == nil && !alive(int(tid)) {
+			atomic.StoreUint32(g.p.u32(off+slotState), 0)
+			atomic.CompareAndSwapInt32(g.p.i32(off+slotTid), tid, 0)
+		}
+	}
+	for i := range nProcs {
+		off := procAt(i)
+		pid := atomic.LoadInt32(g.p.i32(off + procPid))
+		if pid != 0 && g.members[int(pid)] == nil && !alive(int(pid)) {
+			atomic.CompareAndSwapInt32(g.p.i32(off+procPid), pid, 0)
+		}
+	}
+}
+
+// Unvirtualised returns the live pids in the group that do not see virtual time, sorted:
+// processes past a short grace after they started that never registered in the page
+// (static binaries, a stripped environment, setuid programs), that exec'd into an image
+// that did not register, or that registered as a Go binary (which reads time through the
+// vDSO).
+func (g *Group) Unvirtualised() []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.p.mu.RLock()
+	defer g.p.mu.RUnlock()
+	if g.p.closed {
+		return nil
+	}
+	g.scan()
+	g.refresh(false)
+	type entry struct {
+		flags    uint32
+		dev, ino uint64
+	}
+	reg := map[int]entry{}
+	for i := range nProcs {
+		off := procAt(i)
+		if pid := int(atomic.LoadInt32(g.p.i32(off + procPid))); pid != 0 && g.members[pid] != nil {
+			reg[pid] = entry{atomic.LoadUint32(g.p.u32(off + procFlags)), *g.p.u64(off + procDev), *g.p.u64(off + procIno)}
+		}
+	}
+	boot := clockNs(clockBoottime)
+	var out []int
+	for pid := range g.members {
+		start, state := g.startOf(pid)
+		if start < 0 || state == 'Z' || state == 'X' || time.Duration(boot-start) < unvirtualisedGrace {
+			continue
+		}
+		e, ok := reg[pid]
+		if ok && e.flags&flagBypass == 0 {
+			var st syscall.Stat_t
+			if syscall.Stat("/proc/"+strconv.Itoa(pid)+"/exe", &st) != nil || (st.Dev == e.dev && st.Ino == e.ino) {
+				continue
+			}
+		}
+		out = append(out, pid)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// startOf returns a process's start (CLOCK_BOOTTIME ns) and state; -1 when it is gone.
+func (g *Group) startOf(pid int) (int64, byte) {
+	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, 0
+	}
+	defer syscall.Close(fd)
+	n, err := syscall.Read(fd, g.buf)
+	if err != nil || n <= 0 {
+		return -1, 0
+	}
+	f := statFields(g.buf[:n])
+	if f.n < 20 {
+		return -1, 0
+	}
+	return int64(atoi(f.f[19])) * (int64(time.Second) / userHz), f.f[0][0]
+}
+
+// Close releases the /proc files the group keeps open.
+func (g *Group) Close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for pid := range g.members {
+		g.drop(pid)
+	}
+	if g.procFd >= 0 {
+		syscall.Close(g.procFd)
+		g.procFd = -1
+	}
+	if g.loadFd >= 0 {
+		syscall.Close(g.loadFd)
+		g.loadFd = -1
+	}
+}
