@@ -92,6 +92,8 @@ func (l InProcess) Launch(ctx context.Context, c Case, speed float64) (Target, e
 	if vclock != nil {
 		// Requests and answers in flight between a tool and the server are work.
 		vclock.Attach(vtime.TCPPort{Port: port})
+		// Time starts once the tool runs: its start-up is work like any other.
+		t.startHold = vclock.Hold()
 	}
 	cfg.Args.Host, cfg.Args.Port = "127.0.0.1", port
 	cfg.Clock = clock
@@ -122,12 +124,22 @@ type inprocTarget struct {
 	port   int
 	clock  replay.Clock
 	vclock *vtime.Clock // the clock when the run is on virtual time, else nil
-	start time.Time
-	dir   string
-	log   string
+	// startHold keeps a virtual clock at the start until the tool is on it (ToolStarted).
+	startHold func()
+	start     time.Time
+	dir       string
+	log       string
 }
 
-func (t *inprocTarget) Clock() replay.Clock   { return t.clock }
+func (t *inprocTarget) Clock() replay.Clock { return t.clock }
+
+// ToolStarted implements toolStarter.
+func (t *inprocTarget) ToolStarted() {
+	if t.startHold != nil {
+		t.startHold()
+	}
+}
+
 func (t *inprocTarget) URL() string           { return t.srv.BaseURL() }
 func (t *inprocTarget) LogFile() string       { return t.log }
 func (t *inprocTarget) Exited() (int, bool)   { return t.srv.ExitCode() }
@@ -138,6 +150,7 @@ func (t *inprocTarget) CatchUp(at time.Time) {
 	}
 }
 func (t *inprocTarget) Close(ctx context.Context) error {
+	t.ToolStarted()
 	err := t.srv.Stop(ctx)
 	t.vclock.Close()
 	ports.give(t.port)

@@ -174,10 +174,20 @@ func complete(j, predicted Truth, end time.Time) Truth {
 	return j
 }
 
+// toolStarter is a Target whose clock waits for the tool to be on it before time moves.
+type toolStarter interface {
+	ToolStarted()
+}
+
 // runTool runs a shell or Go tool against tgt until it claims, gives up, or hits limit.
 func runTool(ctx context.Context, c Case, t Tool, clock replay.Clock, tgt Target, published bool, limit time.Duration, ft Faketime, out io.Writer) (Claim, error) {
+	started := func() {}
+	if ts, ok := tgt.(toolStarter); ok {
+		started = ts.ToolStarted
+	}
+	defer started()
 	if t.Wait == nil {
-		return shellRun{tool: t, clock: clock, target: tgt, limit: limit, faketime: ft, env: toolEnv(), output: out}.run(ctx)
+		return shellRun{tool: t, clock: clock, target: tgt, limit: limit, faketime: ft, env: toolEnv(), output: out, started: started}.run(ctx)
 	}
 	host, port, err := splitURL(tgt.URL())
 	if err != nil {
@@ -191,6 +201,7 @@ func runTool(ctx context.Context, c Case, t Tool, clock replay.Clock, tgt Target
 	// On a virtual clock the tool's goroutine is a task: busy except while it waits.
 	task := vtime.NewTask(clock)
 	defer task.End()
+	started()
 	lctx = vtime.WithTask(lctx, task)
 	env := Env{Clock: clock, URL: tgt.URL(), Host: host, Port: port, LogFile: tgt.LogFile(), Exited: tgt.Exited, Done: tgt.Done(), Published: published}
 	if c.Scenario != nil {

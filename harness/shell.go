@@ -138,6 +138,7 @@ type shellRun struct {
 	faketime Faketime
 	env      []string
 	output   io.Writer // the tool's combined output, for the report; may be nil
+	started  func()    // called once the tool's processes are on the run's clock; may be nil
 }
 
 // proxyVars are dropped from a tool's environment: curl and Python route loopback through a
@@ -221,8 +222,19 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	if err != nil {
 		return Claim{}, fmt.Errorf("bash not found on PATH: shell tools need it")
 	}
-	argv, err := r.faketime.wrap(r.clock, bash, sleepPrelude()+script)
+	vs, err := newVirtualShell(ctx, r.clock)
 	if err != nil {
+		return Claim{}, err
+	}
+	var argv []string
+	env := r.env
+	if vs != nil {
+		// On virtual time every process of the tool reads the clock from the page: no
+		// faketime, and a plain sleep costs nothing, so no builtin sleep either.
+		defer vs.close()
+		argv = []string{bash, "-c", script}
+		env = append(append([]string(nil), r.env...), vs.env()...)
+	} else if argv, err = r.faketime.wrap(r.clock, bash, sleepPrelude()+script); err != nil {
 		return Claim{}, err
 	}
 
@@ -231,7 +243,7 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 		return Claim{}, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = r.env
+	cmd.Env = env
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -242,6 +254,17 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	}
 	pw.Close()
 	pgid := cmd.Process.Pid
+	recorded := func() {}
+	var wallCap <-chan time.Time
+	if vs != nil {
+		detach, done := vs.attach(pgid, pr)
+		defer detach()
+		recorded = done
+		wallCap = time.After(virtualWallLimit)
+	}
+	if r.started != nil {
+		r.started()
+	}
 	// Shell tools are niced: their process start-ups are what saturates the cores, and the
 	// fake servers and Go tools in this process must keep their timing (a late answer from
 	// the server would change every tool's verdict). Children inherit the niceness.
@@ -304,7 +327,15 @@ wait:
 		select {
 		case <-exited:
 			claim.At = r.clock.Now()
+			recorded()
 			claim.ExitCode = cmd.ProcessState.ExitCode()
+			break wait
+		case <-wallCap: // busy without ever waiting: virtual time cannot reach the limit
+			killGroup()
+			<-exited
+			recorded()
+			claim = Claim{Outcome: NoClaim, At: r.clock.Now(), ExitCode: -1}
+			hung = true
 			break wait
 		case <-limit.Chan():
 			now := scanGroup(pgid)
@@ -322,12 +353,14 @@ wait:
 			}
 			killGroup()
 			<-exited
+			recorded()
 			claim = Claim{Outcome: NoClaim, At: r.clock.Now(), ExitCode: -1}
 			hung = true
 			break wait
 		case <-ctx.Done():
 			killGroup()
 			<-exited
+			recorded()
 			ctxErr = ctx.Err()
 			break wait
 		}

@@ -1,0 +1,101 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/vtime"
+	"github.com/incident-replay/incident-replay/vtime/preload"
+)
+
+// virtualShell puts a shell tool's processes on a run's virtual clock: the LD_PRELOAD library
+// serves their time from a page that follows the clock, and their process group is a
+// participant the clock waits for.
+type virtualShell struct {
+	clock *vtime.Clock
+	page  *preload.Page
+	lib   string
+}
+
+// newVirtualShell returns nil when clock is not virtual.
+func newVirtualShell(ctx context.Context, clock replay.Clock) (*virtualShell, error) {
+	vc, ok := clock.(*vtime.Clock)
+	if !ok {
+		return nil, nil
+	}
+	lib, err := preload.Library(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("shell tools on virtual time: %w", err)
+	}
+	page, err := preload.NewPage("", vc.Now())
+	if err != nil {
+		return nil, fmt.Errorf("shell tools on virtual time: %w", err)
+	}
+	vc.OnAdvance(page.Set)
+	return &virtualShell{clock: vc, page: page, lib: lib}, nil
+}
+
+func (v *virtualShell) env() []string { return v.page.Env(v.lib) }
+
+// attach makes process group pgid (led by pgid) a participant until detach. The clock also
+// waits while the tool's output pipe holds unread bytes and while the leader has exited but
+// the harness has not yet recorded when (done).
+func (v *virtualShell) attach(pgid int, out *os.File) (detach func(), done func()) {
+	p := &shellParticipant{g: v.page.Group(pgid), leader: pgid, out: out}
+	d := v.clock.Attach(p)
+	return func() { d(); p.g.Close() }, func() { p.recorded.Store(true) }
+}
+
+func (v *virtualShell) close() { _ = v.page.Close() }
+
+type shellParticipant struct {
+	g        *preload.Group
+	leader   int
+	out      *os.File
+	recorded atomic.Bool
+}
+
+func (p *shellParticipant) Idle() (bool, time.Time) {
+	if !p.recorded.Load() && !alive(p.leader) {
+		return false, time.Time{} // its exit is work the harness has not seen yet
+	}
+	if unreadBytes(p.out) > 0 {
+		return false, time.Time{}
+	}
+	return p.g.Idle()
+}
+
+// alive reports whether pid runs (not a zombie, not gone).
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+}
+
+// unreadBytes is what a pipe holds for its reader (FIONREAD).
+func unreadBytes(f *os.File) int {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var n int32
+	_ = rc.Control(func(fd uintptr) {
+		_, _, _ = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n)))
+	})
+	return int(n)
+}
+
+// virtualWallLimit bounds a shell tool on virtual time in wall time: a tool that busy-loops
+// without ever waiting holds the clock, so its harness limit would never fall due.
+const virtualWallLimit = 3 * time.Minute
