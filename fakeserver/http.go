@@ -83,7 +83,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				}
 			})
 			if !resumed {
-				return
+				aw.abortUnanswered()
 			}
 			aw.fault = ""
 		}
@@ -103,6 +103,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		}
 		r.Body = http.MaxBytesReader(aw, r.Body, MaxBodyBytes)
 		next.ServeHTTP(aw, r)
+		aw.abortUnanswered()
 	})
 }
 
@@ -149,6 +150,15 @@ func (a *accessWriter) Write(b []byte) (int, error) {
 }
 
 func (a *accessWriter) Unwrap() http.ResponseWriter { return a.ResponseWriter }
+
+// abortUnanswered closes the connection of a request that no handler answered (its client
+// left, the process died, a wait ended): net/http would otherwise send 200 with an empty
+// body, which is SGLang's healthy /health. finish journals the request as abandoned.
+func (a *accessWriter) abortUnanswered() {
+	if !a.wrote {
+		panic(http.ErrAbortHandler)
+	}
+}
 
 // finish journals a request that never got a response (client gave up, process died).
 func (a *accessWriter) finish() {

@@ -344,3 +344,72 @@ func TestSlowHealthOnManualClock(t *testing.T) {
 		})
 	}
 }
+
+// TestClientGoneGetsNoAnswer: a client that half-closes its write side while a handler blocks
+// gets the connection closed with no status line (net/http's default would be 200 with an
+// empty body, SGLang's healthy /health), and the journal records the request as abandoned.
+func TestClientGoneGetsNoAnswer(t *testing.T) {
+	cases := []struct {
+		name   string
+		era    sglang.Era
+		path   string
+		faults []fault.Spec
+	}{
+		{"hung health check", sglang.EraA, "/health", []fault.Spec{{Kind: fault.SlowHealth, Latency: 100 * time.Hour}}},
+		{"wedged server /health", sglang.EraC, "/health", []fault.Spec{{Kind: fault.Wedge}}},
+		{"wedged server /v1/models", sglang.EraB, "/v1/models", []fault.Spec{{Kind: fault.Wedge}}},
+		{"wedged scheduler /get_server_info", sglang.EraC, "/get_server_info", []fault.Spec{{Kind: fault.WedgeScheduler}}},
+		{"dead scheduler /flush_cache", sglang.EraA, "/flush_cache", []fault.Spec{{Kind: fault.SchedulerDead}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := start(t, Config{Profile: sglang.ProfileFor(c.era), Faults: c.faults, Args: sglang.ServerArgs{SkipServerWarmup: true}})
+			r.waitState(t, StateBound)
+			conn, err := net.DialTimeout("tcp", strings.TrimPrefix(r.BaseURL(), "http://"), 2*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.WriteString(conn, "GET "+c.path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			// Let the handler start blocking, then leave.
+			time.Sleep(50 * time.Millisecond)
+			if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(conn)
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatalf("connection neither answered nor closed within 5 s (read %q)", got)
+			}
+			if len(got) != 0 {
+				t.Fatalf("a client that left got an answer: %q", got)
+			}
+			if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatalf("read: %v, want EOF or a reset", err)
+			}
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				var found []Record
+				for _, rec := range mustJournal(t, r.Server) {
+					if rec.Type == RecRequest && rec.Route == c.path && !rec.Internal {
+						found = append(found, rec)
+					}
+				}
+				if len(found) == 1 && (found[0].Status != 0 || found[0].Outcome != "abandoned") {
+					t.Fatalf("journal: %+v, want the request abandoned with no status", found[0])
+				}
+				if len(found) > 1 {
+					t.Fatalf("journal: %d records of one request: %+v", len(found), found)
+				}
+				if len(found) == 1 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("no journal record of the abandoned request")
+				}
+			}
+		})
+	}
+}

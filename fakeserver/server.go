@@ -31,7 +31,8 @@ import (
 type Target interface {
 	// BaseURL is http://127.0.0.1:PORT; it is known before the port is bound.
 	BaseURL() string
-	// Logs returns everything the server printed so far (stdout and stderr interleaved).
+	// Logs returns what the server printed so far (stdout and stderr interleaved); an
+	// in-process server keeps the last LogMemoryBytes of it.
 	Logs(ctx context.Context) ([]byte, error)
 	// Journal returns the ground-truth records so far.
 	Journal(ctx context.Context) ([]Record, error)
@@ -648,12 +649,12 @@ func (s *Server) exitLocked(at time.Duration, code int, why string) {
 // --- output --------------------------------------------------------------------------------
 
 // output renders lines once and fans them out to the streams, the log file, the in-memory
-// copy Logs returns, and the journal.
+// tail Logs returns, and the journal.
 type output struct {
 	mu      sync.Mutex
 	streams [2]io.Writer
 	file    *os.File
-	mem     bytes.Buffer
+	mem     logTail
 	prof    sglang.Profile
 	journal *journal
 	buf     []byte
@@ -666,7 +667,7 @@ func newOutput(stdout, stderr io.Writer, logFile string, prof sglang.Profile, j 
 	if stderr == nil {
 		stderr = stdout
 	}
-	o := &output{streams: [2]io.Writer{stdout, stderr}, prof: prof, journal: j}
+	o := &output{streams: [2]io.Writer{stdout, stderr}, mem: logTail{limit: LogMemoryBytes}, prof: prof, journal: j}
 	if logFile != "" {
 		f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 		if err != nil {
@@ -698,7 +699,7 @@ func (o *output) line(at time.Duration, stream replay.Stream, ev sglang.Event) s
 func (o *output) snapshot() []byte {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return bytes.Clone(o.mem.Bytes())
+	return o.mem.Bytes()
 }
 
 func (o *output) close() {

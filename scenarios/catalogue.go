@@ -4,6 +4,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -19,20 +20,53 @@ var catalogueFS embed.FS
 // LoadFS reads and validates the scenario at name inside fsys; a recorded log is read from
 // the same directory of fsys.
 func LoadFS(fsys fs.FS, name string) (*Scenario, error) {
-	data, err := fs.ReadFile(fsys, name)
+	data, err := readLimited(fsys, name, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
 	return load(name, data, fsys, name)
 }
 
+// LoadOptions change how LoadFileWith resolves a scenario's recorded log.
+type LoadOptions struct {
+	// AllowOutsideLog lets timeline.recorded.log be a symlink, an absolute path or a path
+	// with "..". Without it the log must be a regular file in the scenario's directory tree,
+	// so a scenario someone shared cannot read other files on this machine.
+	AllowOutsideLog bool
+}
+
 // LoadFile reads and validates a scenario file from disk.
-func LoadFile(file string) (*Scenario, error) {
-	data, err := os.ReadFile(file)
+func LoadFile(file string) (*Scenario, error) { return LoadFileWith(file, LoadOptions{}) }
+
+// LoadFileWith is LoadFile with options.
+func LoadFileWith(file string, o LoadOptions) (*Scenario, error) {
+	dir := filepath.Dir(file)
+	data, err := readLimited(os.DirFS(dir), filepath.Base(file), MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
-	return load(file, data, os.DirFS(filepath.Dir(file)), filepath.Base(file))
+	var outside string
+	if o.AllowOutsideLog {
+		outside = dir
+	}
+	return loadIn(file, data, os.DirFS(dir), filepath.Base(file), outside)
+}
+
+// readLimited reads name from fsys, refusing more than limit bytes.
+func readLimited(fsys fs.FS, name string, limit int) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > limit {
+		return nil, fmt.Errorf("%s is larger than the limit of %d bytes", name, limit)
+	}
+	return b, nil
 }
 
 var loadCatalogue = sync.OnceValues(func() (map[string]*Scenario, error) {

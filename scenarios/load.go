@@ -63,6 +63,15 @@ func (e *fieldError) Error() string { return e.msg }
 func Load(name string, data []byte) (*Scenario, error) { return load(name, data, nil, "") }
 
 func load(name string, data []byte, fsys fs.FS, fsPath string) (*Scenario, error) {
+	return loadIn(name, data, fsys, fsPath, "")
+}
+
+// loadIn is load with outsideDir set when the recorded log may lie outside fsys (the
+// directory it is resolved from, LoadOptions.AllowOutsideLog).
+func loadIn(name string, data []byte, fsys fs.FS, fsPath, outsideDir string) (*Scenario, error) {
+	if p := prescan(name, data); p != nil {
+		return nil, &LoadError{Problems: []Problem{*p}}
+	}
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return nil, &LoadError{Problems: []Problem{fromYAMLError(name, err)}}
@@ -82,7 +91,7 @@ func load(name string, data []byte, fsys fs.FS, fsPath string) (*Scenario, error
 		return nil, &LoadError{Problems: []Problem{{File: name, Line: tk.Position.Line, Col: tk.Position.Column,
 			Msg: fmt.Sprintf("YAML tag %s is not allowed", tk.Value), Hint: "scenario files are plain data: remove the tag"}}}
 	}
-	s := &Scenario{Path: name, root: body, fsys: fsys, fsPath: fsPath}
+	s := &Scenario{Path: name, root: body, fsys: fsys, fsPath: fsPath, outsideDir: outsideDir}
 	if err := decode(body, s); err != nil {
 		return nil, &LoadError{Problems: []Problem{fromYAMLError(name, err)}}
 	}

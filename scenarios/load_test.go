@@ -71,6 +71,10 @@ func FuzzLoad(f *testing.F) {
 	if b, err := FileText("hicache-300-host-oom"); err == nil {
 		f.Add(b)
 	}
+	// The limits' edges (testdata/fuzz/FuzzLoad holds small depth and map-size seeds too).
+	f.Add([]byte(good + "x: " + strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth) + "\n"))
+	f.Add([]byte(good + "env: {" + strings.Repeat("K: v, ", MaxMapKeys) + "}\n"))
+	f.Add([]byte(good + "sources:\n" + strings.Repeat("- a\n", MaxNodes)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Load("f.yaml", data)
 		if err == nil {

@@ -157,8 +157,30 @@ func (m *Modelled) problems() []problem {
 		v    float64
 	}{{"weights_gb", md.WeightsGB}, {"shards", float64(md.Shards)}, {"layers", float64(md.Layers)}, {"kv_heads", float64(md.KVHeads)},
 		{"head_dim", float64(md.HeadDim)}, {"context_len", float64(md.ContextLen)}, {"kv_lora_rank", float64(md.KVLoraRank)}} {
-		if c.v < 0 {
+		limit, name := float64(MaxCount), "MaxCount"
+		if c.name == "context_len" {
+			limit, name = MaxContextLen, "MaxContextLen"
+		}
+		switch {
+		case c.v < 0:
 			ps = append(ps, problem{".model." + c.name, c.name + " is negative", "omit it for the default"})
+		case c.name != "weights_gb" && c.v > limit:
+			ps = append(ps, problem{".model." + c.name, fmt.Sprintf("%s %.0f: over the limit %s = %.0f", c.name, c.v, name, limit), "omit it for the default"})
+		}
+	}
+	if md.WeightsGB > 1e6 {
+		ps = append(ps, problem{".model.weights_gb", fmt.Sprintf("weights_gb %g: over the limit of 1000000 GB", md.WeightsGB), "the whole checkpoint in decimal GB, e.g. 15.2"})
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"at_shard", m.Ending.AtShard}, {"at_bs", m.Ending.AtBS}, {"rank", m.Ending.Rank}, {"qk_rope_head_dim", md.QKRopeHeadDim}} {
+		path := ".ending." + c.name
+		if c.name == "qk_rope_head_dim" {
+			path = ".model." + c.name
+		}
+		if c.v < 0 || c.v > MaxCount {
+			ps = append(ps, problem{path, fmt.Sprintf("%s %d: outside 0..MaxCount = %d", c.name, c.v, MaxCount), "omit it for the default"})
 		}
 	}
 	if md.MLA && md.KVLoraRank == 0 {

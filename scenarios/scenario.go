@@ -50,6 +50,8 @@ type Scenario struct {
 	// fsys and fsPath locate the file, to read a recorded log next to it.
 	fsys   fs.FS
 	fsPath string
+	// outsideDir, when set, is the directory a recorded log outside fsys is resolved from.
+	outsideDir string
 }
 
 // Source is one citation: a URL, an issue, or a reference document section.
@@ -197,6 +199,10 @@ func (d *Duration) UnmarshalYAML(node ast.Node) error {
 	v, err := time.ParseDuration(s.Value)
 	if err != nil || v < 0 {
 		return &fieldError{tok: node.GetToken(), msg: fmt.Sprintf("bad duration %q", s.Value), hint: "use Go duration text, e.g. 90s, 11m, 1m30s"}
+	}
+	if v > MaxDuration {
+		return &fieldError{tok: node.GetToken(), msg: fmt.Sprintf("duration %s: over the limit MaxDuration = %v", s.Value, MaxDuration),
+			hint: "a launch phase, a fault or an expectation lasts less than a day"}
 	}
 	*d = Duration(v)
 	return nil

@@ -3,7 +3,9 @@ package scenarios
 import (
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -41,8 +43,10 @@ func (s *Scenario) validate() []Problem {
 	} else if _, err := sglang.LookupProfile(s.Profile); err != nil {
 		add("$.profile", err.Error(), "")
 	}
-	if _, err := s.Host.Resolve(); err != nil {
+	if h, err := s.Host.Resolve(); err != nil {
 		add("$.host", err.Error(), "")
+	} else if h.GPUCount > MaxCount {
+		add("$.host.gpu_count", fmt.Sprintf("gpu_count %d: over the limit MaxCount = %d", h.GPUCount, MaxCount), "GPUs on one host, e.g. 8")
 	}
 	if strings.TrimSpace(s.Launch.Flags) == "" {
 		add("$", "launch.flags is missing", "give the server's flags, e.g. `launch: {flags: --model-path org/m --tp 8}`")
@@ -51,9 +55,21 @@ func (s *Scenario) validate() []Problem {
 	}
 	ps = append(ps, s.validateTimeline()...)
 	ps = append(ps, s.validateBehavior()...)
+	if len(s.Faults) > MaxCount {
+		add("$.faults", fmt.Sprintf("%d faults: over the limit MaxCount = %d", len(s.Faults), MaxCount), "")
+	}
 	for i, f := range s.Faults {
 		if err := f.Validate(); err != nil {
 			add(fmt.Sprintf("$.faults[%d]", i), err.Error(), "")
+		}
+		for _, d := range []struct {
+			name string
+			v    time.Duration
+		}{{"at", f.At}, {"for", f.For}, {"latency", f.Latency}, {"period", f.Period}} {
+			if d.v > MaxDuration {
+				add(fmt.Sprintf("$.faults[%d].%s", i, d.name), fmt.Sprintf("%s %v: over the limit MaxDuration = %v", d.name, d.v, MaxDuration),
+					"a fault lasts less than a day")
+			}
 		}
 	}
 	if err := fault.ValidateAll(s.Faults); err != nil && len(ps) == 0 {
@@ -99,6 +115,14 @@ func (s *Scenario) validateBehavior() []Problem {
 	b := s.Server
 	if b.ProbeTokens < 0 {
 		ps = append(ps, s.at("$.server.probe_tokens", "probe_tokens is negative", "1 for SGLang's /health generation"))
+	}
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{"probe_tokens", b.ProbeTokens}, {"warmup_tokens", b.WarmupTokens}} {
+		if c.v > MaxCount {
+			ps = append(ps, s.at("$.server."+c.name, fmt.Sprintf("%s %d: over the limit MaxCount = %d", c.name, c.v, MaxCount), ""))
+		}
 	}
 	if b.WarmupTokens < 0 {
 		ps = append(ps, s.at("$.server.warmup_tokens", "warmup_tokens is negative", "6 or 7 as in real logs"))
@@ -177,15 +201,51 @@ func (s *Scenario) readRecorded() ([]byte, error) {
 	if r.Inline != "" {
 		return []byte(r.Inline), nil
 	}
+	if s.outsideDir != "" {
+		p := r.Log
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(s.outsideDir, p)
+		}
+		b, err := readLimited(os.DirFS(filepath.Dir(p)), filepath.Base(p), MaxRecordedLogBytes)
+		if err != nil {
+			return nil, fmt.Errorf("recorded log %q: %w", r.Log, err)
+		}
+		return b, nil
+	}
 	if path.IsAbs(r.Log) || strings.Contains(r.Log, "..") {
-		return nil, fmt.Errorf("recorded log %q must be a relative path inside the scenario's directory", r.Log)
+		return nil, fmt.Errorf("recorded log %q must be a relative path inside the scenario's directory (or load with LoadOptions.AllowOutsideLog)", r.Log)
 	}
 	if s.fsys == nil {
 		return nil, fmt.Errorf("recorded log %q: the scenario was loaded from bytes, so there is no directory to read it from", r.Log)
 	}
-	b, err := fs.ReadFile(s.fsys, path.Join(path.Dir(s.fsPath), r.Log))
+	name := path.Join(path.Dir(s.fsPath), r.Log)
+	if err := noSymlinks(s.fsys, path.Dir(s.fsPath), r.Log); err != nil {
+		return nil, fmt.Errorf("recorded log %q: %w", r.Log, err)
+	}
+	b, err := readLimited(s.fsys, name, MaxRecordedLogBytes)
 	if err != nil {
 		return nil, fmt.Errorf("recorded log %q: %w", r.Log, err)
 	}
 	return b, nil
+}
+
+// noSymlinks fails when rel, or a directory on its way from base, is a symlink or not a
+// regular file: a link could read anything on the machine.
+func noSymlinks(fsys fs.FS, base, rel string) error {
+	p := base
+	parts := strings.Split(path.Clean(rel), "/")
+	for i, part := range parts {
+		p = path.Join(p, part)
+		fi, err := fs.Lstat(fsys, p)
+		if err != nil {
+			return err
+		}
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			return fmt.Errorf("%s is a symlink; copy the log beside the scenario (or load with LoadOptions.AllowOutsideLog)", p)
+		case i == len(parts)-1 && !fi.Mode().IsRegular():
+			return fmt.Errorf("%s is not a regular file", p)
+		}
+	}
+	return nil
 }

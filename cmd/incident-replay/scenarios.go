@@ -42,14 +42,16 @@ func newScenariosCmd() *cobra.Command {
 		},
 	})
 	var seed int64
+	var opts scenarios.LoadOptions
 	validate := &cobra.Command{
 		Use:   "validate [FILES...]",
 		Short: "Validate and compile scenario files (the whole catalogue when no file is given)",
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return validateScenarios(cmd.OutOrStdout(), args, seed)
+			return validateScenarios(cmd.OutOrStdout(), args, seed, opts)
 		},
 	}
 	validate.Flags().Int64Var(&seed, "seed", 1, "seed for the compile check")
+	validate.Flags().BoolVar(&opts.AllowOutsideLog, "allow-outside-log", false, "let a recorded log be a symlink or lie outside the scenario's directory")
 	cmd.AddCommand(validate)
 	return cmd
 }
@@ -69,7 +71,7 @@ func listScenarios(w io.Writer, all []*scenarios.Scenario) error {
 
 // validateScenarios loads, compiles and checks each file against its own expect block;
 // every problem is printed, and the command fails if any file has one.
-func validateScenarios(w io.Writer, files []string, seed int64) error {
+func validateScenarios(w io.Writer, files []string, seed int64, opts scenarios.LoadOptions) error {
 	var list []*scenarios.Scenario
 	var errs []error
 	if len(files) == 0 {
@@ -80,7 +82,7 @@ func validateScenarios(w io.Writer, files []string, seed int64) error {
 		list = all
 	}
 	for _, f := range files {
-		s, err := scenarios.LoadFile(f)
+		s, err := scenarios.LoadFileWith(f, opts)
 		if err != nil {
 			fmt.Fprintln(w, err)
 			errs = append(errs, err)
