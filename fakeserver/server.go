@@ -90,7 +90,7 @@ type Server struct {
 	// task is the scheduling loop's share of the run's work: on a virtual clock, time does
 	// not move while the loop runs an action or has been told of a new one.
 	task *vtime.Task
-	dead  chan struct{} // closed when the process exits
+	dead chan struct{} // closed when the process exits
 	// deadCtx ends when the process exits, cancelling every request in flight.
 	deadCtx    context.Context
 	deadCancel context.CancelFunc
