@@ -44,6 +44,12 @@ func TestHTTPErrors(t *testing.T) {
 		exact               bool
 	}{
 		{name: "invalid JSON", method: "POST", path: "/v1/chat/completions", ctype: "application/json", auth: key, body: `{"messages":`, status: 400, openAI: true, msg: "invalid request body"},
+		{name: "wrong type names the field, not a Go type", method: "POST", path: "/v1/chat/completions", ctype: "application/json", auth: key,
+			body: `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":"x"}`, status: 400, openAI: true,
+			msg: `[{'type': 'int_type', 'loc': ('body', 'max_tokens'), 'msg': 'Input should be a valid integer'}]`},
+		{name: "wrong type in a list", method: "POST", path: "/v1/chat/completions", ctype: "application/json", auth: key,
+			body: `{"model":"m","messages":[{"role":5,"content":"hi"}]}`, status: 400, openAI: true,
+			msg: `'loc': ('body', 'messages', 'role'), 'msg': 'Input should be a valid string'`},
 		{name: "trailing data", method: "POST", path: "/v1/completions", ctype: "application/json", auth: key, body: `{"prompt":"a"} {}`, status: 400, openAI: true, msg: "trailing data"},
 		{name: "text/plain on /v1", method: "POST", path: "/v1/chat/completions", ctype: "text/plain", auth: key, body: chatOK, status: 400, openAI: true, msg: "Only 'application/json' is allowed"},
 		{name: "no content type on /v1", method: "POST", path: "/v1/completions", auth: key, body: `{"prompt":"a"}`, status: 400, openAI: true, msg: "Only 'application/json' is allowed"},
