@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -196,6 +197,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, requireJSON bool)
 			openAIError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body exceeds %d bytes", tooBig.Limit))
 			return false
 		}
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			openAIError(w, http.StatusBadRequest, validationMessage(typeErr))
+			return false
+		}
 		openAIError(w, http.StatusBadRequest, "invalid request body: "+err.Error())
 		return false
 	}
@@ -204,6 +210,32 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, requireJSON bool)
 		return false
 	}
 	return true
+}
+
+// validationMessage words a field of the wrong JSON type as SGLang's validation handler
+// does: pydantic's error list, naming the field by its JSON path and the type it wants.
+func validationMessage(e *json.UnmarshalTypeError) string {
+	kind, want := "dict_type", "a valid dictionary"
+	switch t := e.Type; {
+	case t == nil:
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
+		kind, want = "int_type", "a valid integer"
+	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
+		kind, want = "float_type", "a valid number"
+	case t.Kind() == reflect.String:
+		kind, want = "string_type", "a valid string"
+	case t.Kind() == reflect.Bool:
+		kind, want = "bool_type", "a valid boolean"
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
+		kind, want = "list_type", "a valid list"
+	}
+	loc := "'body'"
+	for _, part := range strings.Split(e.Field, ".") {
+		if part != "" {
+			loc += ", '" + part + "'"
+		}
+	}
+	return fmt.Sprintf("1 validation error: [{'type': '%s', 'loc': (%s), 'msg': 'Input should be %s'}]", kind, loc, want)
 }
 
 func (s *Server) maxTokens(field string, v *int) (int, error) {

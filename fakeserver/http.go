@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -39,7 +40,19 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("/flush_cache", s.flushCache)
 	mux.HandleFunc("/metrics", s.metricsHandler)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { detail(w, http.StatusNotFound) })
-	return s.middleware(mux)
+	return s.middleware(uncleanNotFound(mux))
+}
+
+// uncleanNotFound answers a path with "..", "." or "//" segments 404 as uvicorn does, where
+// ServeMux would redirect to the cleaned path.
+func uncleanNotFound(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p && path.Clean(p)+"/" != p {
+			detail(w, http.StatusNotFound)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // middleware: the wedge, the API key, injected request failures, body limits, and one access

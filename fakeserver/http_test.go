@@ -44,6 +44,12 @@ func TestHTTPErrors(t *testing.T) {
 		exact               bool
 	}{
 		{name: "invalid JSON", method: "POST", path: "/v1/chat/completions", ctype: "application/json", auth: key, body: `{"messages":`, status: 400, openAI: true, msg: "invalid request body"},
+		{name: "wrong type names the field, not a Go type", method: "POST", path: "/v1/chat/completions", ctype: "application/json", auth: key,
+			body: `{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":"x"}`, status: 400, openAI: true,
+			msg: `[{'type': 'int_type', 'loc': ('body', 'max_tokens'), 'msg': 'Input should be a valid integer'}]`},
+		{name: "wrong type in a list", method: "POST", path: "/v1/chat/completions", ctype: "application/json", auth: key,
+			body: `{"model":"m","messages":[{"role":5,"content":"hi"}]}`, status: 400, openAI: true,
+			msg: `'loc': ('body', 'messages', 'role'), 'msg': 'Input should be a valid string'`},
 		{name: "trailing data", method: "POST", path: "/v1/completions", ctype: "application/json", auth: key, body: `{"prompt":"a"} {}`, status: 400, openAI: true, msg: "trailing data"},
 		{name: "text/plain on /v1", method: "POST", path: "/v1/chat/completions", ctype: "text/plain", auth: key, body: chatOK, status: 400, openAI: true, msg: "Only 'application/json' is allowed"},
 		{name: "no content type on /v1", method: "POST", path: "/v1/completions", auth: key, body: `{"prompt":"a"}`, status: 400, openAI: true, msg: "Only 'application/json' is allowed"},
@@ -62,6 +68,9 @@ func TestHTTPErrors(t *testing.T) {
 			msg: `{"data":[{"id":"qwen/qwen2.5-0.5b-instruct","object":"model","created":1771518600,"owned_by":"sglang","root":"qwen/qwen2.5-0.5b-instruct","max_model_len":32768}],"object":"list"}`, exact: true},
 		{name: "health needs no key", method: "GET", path: "/health", status: 200, msg: "", exact: true},
 		{name: "unknown route", method: "GET", path: "/v2/nothing", auth: key, status: 404, msg: `{"detail":"Not Found"}`, exact: true},
+		{name: "dot-dot path is 404, not a redirect", method: "GET", path: "/../../etc/passwd", auth: key, status: 404, msg: `{"detail":"Not Found"}`, exact: true},
+		{name: "double slash is 404", method: "GET", path: "//health", auth: key, status: 404, msg: `{"detail":"Not Found"}`, exact: true},
+		{name: "dot segment is 404", method: "GET", path: "/v1/./models", auth: key, status: 404, msg: `{"detail":"Not Found"}`, exact: true},
 		{name: "unknown route before auth is 401", method: "GET", path: "/v2/nothing", status: 401, msg: `{"error":"Unauthorized"}`, exact: true},
 		{name: "unknown model", method: "GET", path: "/v1/models/other", auth: key, status: 404,
 			msg: `{"error":{"code":"model_not_found","message":"The model 'other' does not exist","param":"model","type":"invalid_request_error"}}`, exact: true},
@@ -69,7 +78,7 @@ func TestHTTPErrors(t *testing.T) {
 	}
 	r := start(t, Config{Profile: sglang.ProfileFor(sglang.EraC), Args: sglang.ServerArgs{APIKey: key}, Seed: 5})
 	r.waitState(t, StateReady)
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: 5 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			req, err := http.NewRequest(c.method, r.BaseURL()+c.path, strings.NewReader(c.body))

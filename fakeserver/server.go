@@ -368,7 +368,7 @@ func (s *Server) apply(e replay.Entry, at time.Duration) {
 	}
 	switch e.Op {
 	case replay.OpLog:
-		ev := e.Event
+		ev := s.realPort(e.Event)
 		if !ev.Time.IsZero() {
 			ev.Time = s.start.Add(at)
 		}

@@ -50,7 +50,7 @@ type machine struct {
 	pct          int
 	lastKind     sglang.Kind
 	lastProgress time.Time // zero until the log shows progress; stall detection needs a log
-	deadline     time.Time // overall; progress pushes it out (EXTEND_TIMEOUT_USEC semantics)
+	deadline     time.Time // overall and hard: start + Timeout
 	logReady     bool      // the log printed the ready line: one health success is enough
 	// logUp: the log showed uvicorn serving. From then on a healthy probe only counts once the
 	// ready line is out too: era A's /health is 200 throughout warmup, only the log knows.
@@ -198,12 +198,9 @@ func (m *machine) arm(k fatalStrength, line string, now time.Time) {
 	m.fatalKind, m.fatalLine = k, line
 }
 
-func (m *machine) progressAt(now time.Time) {
-	m.lastProgress = now
-	if ext := now.Add(m.spec.stallBudget(m.phase)); ext.After(m.deadline) {
-		m.deadline = ext
-	}
-}
+// progressAt restarts the stall budget; the overall deadline stays where it is (Timeout is
+// a hard deadline whatever the phase).
+func (m *machine) progressAt(now time.Time) { m.lastProgress = now }
 
 func (m *machine) pushTail(line string) {
 	n := m.spec.TailLines

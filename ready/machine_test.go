@@ -200,7 +200,7 @@ func TestMachineRules(t *testing.T) {
 			until: 200, wantCode: CodeStalled, wantDone: true, atLeast: 62, atMost: 62.01, cause: "cuda_graph at 40%",
 		},
 		{
-			name: "slow but moving is not stalled, and progress extends the overall deadline",
+			name: "slow but moving is not stalled, and the overall deadline is hard",
 			spec: testSpec(func(s *Spec) { s.Stall = 60 * time.Second; s.Timeout = 100 * time.Second }),
 			steps: func() []step {
 				var st []step
@@ -209,7 +209,7 @@ func TestMachineRules(t *testing.T) {
 				}
 				return st
 			}(),
-			until: 740, wantDone: false,
+			until: 740, wantCode: CodeTimeout, wantDone: true, atLeast: 100, atMost: 100.01,
 		},
 		{
 			name:     "without a log only the overall deadline applies",

@@ -25,8 +25,8 @@ type Process interface {
 	Status() ExitStatus
 }
 
-// Terminator is a Process Wait may stop: on any failure in launch mode the whole process group
-// is killed so no scheduler child is left holding GPU memory or the port.
+// Terminator is a Process Wait may stop: on any failure in launch mode every process the
+// launch started is killed so no scheduler child is left holding GPU memory or the port.
 type Terminator interface {
 	Terminate(ctx context.Context) error
 }
@@ -46,9 +46,12 @@ type LaunchOptions struct {
 	CgroupDir string
 }
 
-// Launched is a server process started by Launch, leader of its own process group.
+// Launched is a server process started by Launch, leader of its own session and process
+// group; tree follows every process it starts.
 type Launched struct {
 	cmd     *exec.Cmd
+	tree    *tree
+	stop    chan struct{} // ends the tree's scanning
 	done    chan struct{}
 	status  ExitStatus
 	grace   time.Duration
@@ -57,7 +60,12 @@ type Launched struct {
 	once    sync.Once
 }
 
-// Launch starts the server in its own process group with stdout and stderr going to LogFile.
+// treeScan is how often a launch's processes are listed, so that a descendant is known
+// before its parent exits (wall time: real processes).
+const treeScan = 50 * time.Millisecond
+
+// Launch starts the server in its own session (and process group) with stdout and stderr
+// going to LogFile, and follows every process it starts until Terminate.
 func Launch(opts LaunchOptions) (*Launched, error) {
 	if len(opts.Argv) == 0 {
 		return nil, errors.New("launch: no server command; pass it after --, e.g. llmwait launch -- python -m sglang.launch_server ...")
@@ -77,8 +85,8 @@ func Launch(opts LaunchOptions) (*Launched, error) {
 	cmd.Env, cmd.Dir = opts.Env, opts.Dir
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = lf, lf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	l := &Launched{cmd: cmd, done: make(chan struct{}), grace: opts.Grace, cgroup: opts.CgroupDir}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	l := &Launched{cmd: cmd, stop: make(chan struct{}), done: make(chan struct{}), grace: opts.Grace, cgroup: opts.CgroupDir}
 	if l.grace <= 0 {
 		l.grace = 5 * time.Second
 	}
@@ -86,6 +94,20 @@ func Launch(opts LaunchOptions) (*Launched, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("launch %s: %w", opts.Argv[0], err)
 	}
+	l.tree = newTree("/proc", cmd.Process.Pid)
+	l.tree.scan()
+	go func() {
+		t := time.NewTicker(treeScan)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.stop:
+				return
+			case <-t.C:
+				l.tree.scan()
+			}
+		}
+	}()
 	go func() {
 		err := cmd.Wait()
 		l.status = exitStatus(cmd.ProcessState, err)
@@ -129,21 +151,35 @@ func (l *Launched) PID() int              { return l.cmd.Process.Pid }
 func (l *Launched) Done() <-chan struct{} { return l.done }
 func (l *Launched) Status() ExitStatus    { <-l.done; return l.status }
 
-// Terminate signals the whole process group (SIGTERM, then SIGKILL after the grace period) and
-// waits for the leader to be reaped. Scheduler children share the group, so none survive.
+// Terminate signals every process of the launch (SIGTERM, then SIGKILL after the grace
+// period): the leader's group and session, and every descendant seen, even one that left
+// the session with setsid. It waits for the leader to be reaped and, bounded by ctx, for the
+// rest to be gone.
 func (l *Launched) Terminate(ctx context.Context) error {
 	var err error
 	l.once.Do(func() {
+		defer close(l.stop)
 		pgid := l.cmd.Process.Pid
+		l.tree.scan()
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		l.tree.signal(syscall.SIGTERM)
 		select {
 		case <-l.done:
 		case <-time.After(l.grace):
 		case <-ctx.Done():
 		}
-		// Children may outlive the leader; the group kill reaches them either way.
+		l.tree.scan()
 		if kerr := syscall.Kill(-pgid, syscall.SIGKILL); kerr != nil && !errors.Is(kerr, syscall.ESRCH) {
 			err = fmt.Errorf("kill process group %d: %w", pgid, kerr)
+		}
+		for l.tree.signal(syscall.SIGKILL) > 0 {
+			select {
+			case <-ctx.Done():
+				err = errors.Join(err, fmt.Errorf("processes of the launch still running: %w", ctx.Err()))
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			l.tree.scan()
 		}
 		select {
 		case <-l.done:

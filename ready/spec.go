@@ -62,7 +62,7 @@ type Spec struct {
 	// scaled clock so scenario time runs S× faster.
 	Clock clockwork.Clock
 
-	Timeout         time.Duration           // overall deadline; default 30m. Progress extends it.
+	Timeout         time.Duration           // overall hard deadline; default 30m. Progress does not extend it.
 	Stall           time.Duration           // no progress for this long in a phase = stalled; default 5m
 	PhaseStall      map[Phase]time.Duration // per-phase overrides of Stall
 	Interval        time.Duration           // between probe rounds; default 1s

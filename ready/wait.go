@@ -16,7 +16,15 @@ import (
 func Wait(ctx context.Context, spec Spec) (Report, error) {
 	s, base, err := spec.withDefaults()
 	if err != nil {
-		return Report{Code: CodeInternal, Cause: err.Error()}, &Error{Code: CodeInternal, Cause: "invalid spec: " + err.Error()}
+		rep := Report{Code: CodeInternal, Cause: "invalid spec: " + err.Error()}
+		if t, ok := spec.Process.(Terminator); ok { // a launched server must not outlive a bad spec
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if terr := t.Terminate(ctx); terr != nil {
+				rep.Notes = append(rep.Notes, terr.Error())
+			}
+		}
+		return rep, &Error{Code: CodeInternal, Cause: rep.Cause}
 	}
 	if s.Log != nil && s.Parser == nil {
 		s.Parser = NewSGLangParser()
@@ -251,14 +259,18 @@ func drainNow(ch chan logLine, m *machine, now time.Time) {
 	}
 }
 
-// terminate kills the launched group and waits (bounded) until nothing accepts on the port,
-// so a relaunch does not race a dying listener into EADDRINUSE. Wall time: real processes.
+// terminate kills the launch's processes and waits (bounded) until nothing accepts on the
+// port, so a relaunch does not race a dying listener into EADDRINUSE. Once every process of
+// the launch is gone a listener that stays is another process's, so that wait is short.
+// Wall time: real processes.
 func terminate(t Terminator, s *Spec, hostport string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := t.Terminate(ctx); err != nil {
 		return err
 	}
+	ctx, cancel = context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
 	for {
 		c, err := net.DialTimeout("tcp", hostport, time.Second)
 		if err != nil {
@@ -267,7 +279,7 @@ func terminate(t Terminator, s *Spec, hostport string) error {
 		c.Close()
 		select {
 		case <-ctx.Done():
-			return errors.New("port " + hostport + " still accepts connections 30s after the process group was killed")
+			return errors.New("port " + hostport + " still accepts connections after every process of the launch was killed: another process listens there")
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

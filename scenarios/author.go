@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/sglang"
@@ -251,6 +252,10 @@ func Author(ctx context.Context, r io.Reader, opts AuthorOptions) (*Authored, er
 		logb.WriteByte('\n')
 	}
 	text := logb.String()
+	if !utf8.ValidString(text) { // a YAML scalar holds text: bytes that are not UTF-8 cannot read back
+		text = strings.ToValidUTF8(text, "\uFFFD")
+		rep.Notes = append(rep.Notes, "bytes that are not valid UTF-8 were replaced with U+FFFD (a YAML file holds text only)")
+	}
 	rep.Redaction = red.Counts()
 	lines, err := sglang.Parse(strings.NewReader(text))
 	if err != nil {

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/goccy/go-yaml"
 	"github.com/incident-replay/incident-replay/replay"
@@ -427,5 +429,30 @@ func TestSelfContainedInlinesARecordedLog(t *testing.T) {
 	c2, err2 := Compile(s2, 1)
 	if err1 != nil || err2 != nil || len(c1.Timeline.Entries) != len(c2.Timeline.Entries) {
 		t.Fatalf("compiled differently: %v %v", err1, err2)
+	}
+}
+
+// TestAuthorInvalidUTF8: a captured log with bytes that are not UTF-8 is authored (they read
+// back as U+FFFD, with a note) instead of failing the byte-exact read-back.
+func TestAuthorInvalidUTF8(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "author", "probes-era-c.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.IndexByte(data, '\n')
+	bad := append(append(append([]byte{}, data[:i]...), " caf\xe9 \xff\xfe"...), data[i:]...)
+	a, err := Author(context.Background(), bytes.NewReader(bad), AuthorOptions{Source: "probes-era-c.log"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load("x.yaml", a.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Timeline.Recorded.Inline; !utf8.ValidString(got) || !strings.Contains(got, " caf\uFFFD \uFFFD") || got != a.Log {
+		t.Errorf("embedded log does not carry the replaced bytes: %q", strings.SplitN(got, "\n", 2)[0])
+	}
+	if !slices.ContainsFunc(a.Report.Notes, func(n string) bool { return strings.Contains(n, "U+FFFD") }) {
+		t.Errorf("no note about the replaced bytes: %q", a.Report.Notes)
 	}
 }

@@ -149,7 +149,14 @@ func config(o own, argv []string) (fakeserver.Config, error) {
 	return cfg, nil
 }
 
-func run(ctx context.Context, argv []string, stderr io.Writer) int {
+const usage = "usage: fakesglang [-h] --model-path MODEL_PATH [SGLang launch flags] [--scenario FILE|NAME] [--speed S] [--seed N] [--journal FILE] [--start-time RFC3339] [--log-file FILE]"
+
+func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
+	if slices.Contains(argv, "-h") || slices.Contains(argv, "--help") { // argparse: usage on stdout, exit 0
+		fmt.Fprintln(stdout, usage)
+		fmt.Fprintln(stdout, "\nA fake SGLang server: replays a scenario's startup (log lines, port binding, HTTP behaviour,\nexit code) on a compressible clock. Flags other than the ones above are SGLang's launch flags.")
+		return 0
+	}
 	o, rest, err := splitOwn(argv)
 	if err == nil {
 		var cfg fakeserver.Config
@@ -180,7 +187,7 @@ func run(ctx context.Context, argv []string, stderr io.Writer) int {
 	var ae *sglang.ArgsError
 	var ue usageError
 	if errors.As(err, &ae) || errors.As(err, &ue) {
-		fmt.Fprintln(stderr, "usage: fakesglang [-h] --model-path MODEL_PATH [SGLang launch flags] [--scenario FILE|NAME] [--speed S] [--seed N] [--journal FILE] [--start-time RFC3339] [--log-file FILE]")
+		fmt.Fprintln(stderr, usage)
 		fmt.Fprintln(stderr, "fakesglang: "+err.Error())
 		return sglang.UsageExitCode
 	}
@@ -190,7 +197,7 @@ func run(ctx context.Context, argv []string, stderr io.Writer) int {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stderr)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if code == 137 && os.Getpid() != 1 {
 		// SGLang's launcher dies by SIGKILL (kill_process_tree); a parent shell sees exactly

@@ -67,7 +67,7 @@ type common struct {
 
 func (c *common) register(cmd *cobra.Command) {
 	f := cmd.Flags()
-	f.DurationVar(&c.timeout, "timeout", 30*time.Minute, "overall deadline (progress in the log extends it)")
+	f.DurationVar(&c.timeout, "timeout", 30*time.Minute, "overall hard deadline, whatever the phase")
 	f.DurationVar(&c.stall, "stall", 5*time.Minute, "fail with exit 5 after this long without progress in a phase")
 	f.StringSliceVar(&c.phaseStall, "phase-stall", nil, "per-phase stall budget, PHASE=DURATION (phases: starting, dist_init, loading, kv_pool, cuda_graph, hicache, http, warmup)")
 	f.DurationVar(&c.interval, "interval", time.Second, "time between probe rounds")
@@ -82,24 +82,72 @@ func (c *common) register(cmd *cobra.Command) {
 	f.Float64Var(&c.speed, "speed", 1, "test-harness option: run llmwait's clock S times faster than wall time, to match a replayed scenario")
 }
 
+// Flag bounds: a duration past maxFlagDuration or a speed past maxSpeed overflows the
+// clock arithmetic (a deadline that never comes).
+const (
+	maxFlagDuration = 30 * 24 * time.Hour
+	maxSpeed        = 10000
+)
+
+// validate checks every flag before anything starts; the error names the flag and what to give.
+func (c *common) validate() error {
+	var errs []error
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+		min  time.Duration
+	}{{"--timeout", c.timeout, 1}, {"--stall", c.stall, 1}, {"--interval", c.interval, 1},
+		{"--request-timeout", c.reqTimeout, ready.MinRequestTimeout}, {"--generate-timeout", c.genTimeout, 1}, {"--fatal-confirm", c.confirm, 1}} {
+		switch {
+		case d.v < d.min && d.min == 1:
+			errs = append(errs, fmt.Errorf("%s %s: give a duration > 0, e.g. %s 30s", d.name, d.v, d.name))
+		case d.v < d.min:
+			errs = append(errs, fmt.Errorf("%s %s: give at least %s", d.name, d.v, d.min))
+		case d.v > maxFlagDuration:
+			errs = append(errs, fmt.Errorf("%s %s: give at most %s", d.name, d.v, maxFlagDuration))
+		}
+	}
+	if c.successes < 1 {
+		errs = append(errs, fmt.Errorf("--successes %d: give a count >= 1", c.successes))
+	}
+	if err := replay.CheckFactor(c.speed); err != nil || c.speed > maxSpeed {
+		errs = append(errs, fmt.Errorf("--speed %g: give a factor > 0 and <= %d (1 = real time)", c.speed, maxSpeed))
+	}
+	if _, err := ready.ParseGenerateProbe(c.generate); err != nil {
+		errs = append(errs, fmt.Errorf("--generate: %w", err))
+	}
+	if _, err := c.phaseStalls(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (c *common) phaseStalls() (map[ready.Phase]time.Duration, error) {
+	ps := map[ready.Phase]time.Duration{}
+	for _, kv := range c.phaseStall {
+		name, dur, ok := strings.Cut(kv, "=")
+		p, known := ready.ParsePhase(name)
+		d, derr := time.ParseDuration(dur)
+		if !ok || !known || derr != nil || d <= 0 || d > maxFlagDuration {
+			return nil, fmt.Errorf("--phase-stall %q: want PHASE=DURATION with 0 < DURATION <= %s, e.g. cuda_graph=10m", kv, maxFlagDuration)
+		}
+		ps[p] = d
+	}
+	return ps, nil
+}
+
 func (c *common) spec(stderr io.Writer) (ready.Spec, *ready.Printer, error) {
 	var s ready.Spec
-	if err := replay.CheckFactor(c.speed); err != nil {
+	if err := c.validate(); err != nil {
 		return s, nil, err
 	}
 	gen, err := ready.ParseGenerateProbe(c.generate)
 	if err != nil {
 		return s, nil, err
 	}
-	ps := map[ready.Phase]time.Duration{}
-	for _, kv := range c.phaseStall {
-		name, dur, ok := strings.Cut(kv, "=")
-		p, known := ready.ParsePhase(name)
-		d, derr := time.ParseDuration(dur)
-		if !ok || !known || derr != nil {
-			return s, nil, fmt.Errorf("--phase-stall %q: want PHASE=DURATION, e.g. cuda_graph=10m", kv)
-		}
-		ps[p] = d
+	ps, err := c.phaseStalls()
+	if err != nil {
+		return s, nil, err
 	}
 	mode := ready.PrintPlain
 	if c.json {
@@ -228,7 +276,7 @@ func launchCmd(stdout, stderr io.Writer) *cobra.Command {
 	var skipPreflight, keepProxy bool
 	cmd := &cobra.Command{
 		Use:   "launch [flags] -- SERVER COMMAND...",
-		Short: "Preflight, start the server in its own process group, and wait for it",
+		Short: "Preflight, start the server in its own session, and wait for it (on failure every process it started is killed)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, argv []string) error {
 			spec, pr, err := c.spec(stderr)
@@ -275,7 +323,7 @@ func launchCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stderr, "llmwait: launched PID %d (process group %d), output in %s\n", l.PID(), l.PID(), logFile)
+			fmt.Fprintf(stderr, "llmwait: launched PID %d (its own session and process group), output in %s\n", l.PID(), logFile)
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
 			var log io.Reader = ready.FollowFile(ctx, logFile, c.pollWall())
