@@ -65,6 +65,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		defer task.End()
 		r = r.WithContext(vtime.WithTask(r.Context(), task))
 		vtime.Started(r.Context())
+		defer vtime.Answered(r.Context())
 		aw := &accessWriter{ResponseWriter: w, s: s, r: r, begin: s.offsetNow()}
 		// r.Context() descends from s.deadCtx (http.Server.BaseContext), so a dying process
 		// drops every request without a per-request context of our own.

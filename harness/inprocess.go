@@ -90,8 +90,6 @@ func (l InProcess) Launch(ctx context.Context, c Case, speed float64) (Target, e
 	}
 	t.port = port
 	if vclock != nil {
-		// Requests and answers in flight between a tool and the server are work.
-		vclock.Attach(vtime.TCPPort{Port: port})
 		// Time starts once the tool runs: its start-up is work like any other.
 		t.startHold = vclock.Hold()
 	}

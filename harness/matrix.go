@@ -32,6 +32,11 @@ type Matrix struct {
 // 47-49 s at 48 with the waiters' verdicts drifting.
 func DefaultParallel() int { return 16 * runtime.NumCPU() }
 
+// VirtualParallel is the shell pairs in flight on virtual time: 4 per core. There a pair's
+// sleeps cost nothing and its wall time is the CPU of the processes it starts, so packing
+// more only adds the clock drivers' work of telling busy groups from idle ones.
+func VirtualParallel() int { return 4 * runtime.NumCPU() }
+
 // Run runs the matrix and returns results in (case, tool) order. When ctx ends, pairs in
 // flight are stopped (their process groups killed, servers closed) and pairs not started are
 // reported with ctx's error.
@@ -65,6 +70,9 @@ func (m Matrix) Run(ctx context.Context, cases []Case, tools []Tool) []Result {
 	par, goPar := m.Parallel, m.GoParallel
 	if par <= 0 {
 		par = DefaultParallel()
+		if m.Runner.Speed == Virtual {
+			par = VirtualParallel()
+		}
 	}
 	if goPar <= 0 {
 		goPar = max(len(goJobs), 1)

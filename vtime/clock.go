@@ -12,6 +12,7 @@ package vtime
 
 import (
 	"container/heap"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,9 +34,9 @@ type Options struct {
 	// again (Task waits and AfterFunc callbacks are tracked exactly and need no such margin).
 	// Default 2 ms.
 	Quiet time.Duration
-	// Poll is how often the driver asks attached participants while it waits for them.
-	// Default 200 µs.
-	Poll time.Duration
+	// Poll is how soon the driver asks a busy participant again; the gap doubles up to
+	// MaxPoll while it stays busy. Defaults 100 µs and 2 ms.
+	Poll, MaxPoll time.Duration
 	// Abandon is how long a fired channel timer whose value nobody receives (a select that
 	// took another case) holds the clock. Default 20 ms.
 	Abandon time.Duration
@@ -46,7 +47,10 @@ func (o Options) withDefaults() Options {
 		o.Quiet = 2 * time.Millisecond
 	}
 	if o.Poll <= 0 {
-		o.Poll = 200 * time.Microsecond
+		o.Poll = 100 * time.Microsecond
+	}
+	if o.MaxPoll < o.Poll {
+		o.MaxPoll = max(2*time.Millisecond, o.Poll)
 	}
 	if o.Abandon <= 0 {
 		o.Abandon = 20 * time.Millisecond
@@ -65,6 +69,8 @@ type Clock struct {
 	busy      int      // Task, Hold and AfterFunc work in progress
 	fired     []*timer // channel timers fired whose value may not have been received yet
 	parts     map[uint64]Participant
+	listeners map[string]bool  // addresses of listeners wrapped by Listen
+	clients   map[string]*Task // Go clients by their connections' local address (see DialContext)
 	partSeq   uint64
 	onAdvance []func(time.Time)
 	jumps     uint64
@@ -79,6 +85,7 @@ type Clock struct {
 // New returns a clock reading start, with its driver running. Close stops it.
 func New(start time.Time, opts Options) *Clock {
 	c := &Clock{opts: opts.withDefaults(), now: start, parts: map[uint64]Participant{},
+		listeners: map[string]bool{}, clients: map[string]*Task{},
 		kick: make(chan struct{}, 1), doneCh: make(chan struct{})}
 	c.wg.Add(1)
 	go c.drive()
@@ -97,8 +104,15 @@ func (c *Clock) Close() {
 	}
 	c.closed = true
 	close(c.doneCh)
+	parts := c.parts
+	c.parts = map[uint64]Participant{}
 	c.mu.Unlock()
 	c.wg.Wait()
+	for _, p := range parts {
+		if cl, ok := p.(io.Closer); ok {
+			_ = cl.Close()
+		}
+	}
 }
 
 // Jumps is how many times the clock has moved.
@@ -108,7 +122,8 @@ func (c *Clock) Jumps() uint64 {
 	return c.jumps
 }
 
-// Attach adds a participant the clock waits for before every jump; detach removes it.
+// Attach adds a participant the clock waits for before every jump; detach removes it. A
+// participant still attached when the clock closes is closed with it if it is an io.Closer.
 func (c *Clock) Attach(p Participant) (detach func()) {
 	c.mu.Lock()
 	c.partSeq++

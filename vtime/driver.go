@@ -24,6 +24,7 @@ func (c *Clock) drive() {
 	var (
 		lastAct    uint64
 		quietSince = time.Now()
+		backoff    = c.opts.Poll // grows while a participant stays busy
 	)
 	for {
 		act := c.act.Load()
@@ -61,11 +62,15 @@ func (c *Clock) drive() {
 		}
 		next, idle := c.participantsIdle()
 		if !idle {
-			if !pause(c.opts.Poll) {
+			// A process group starting a curl is busy for milliseconds: look again soon, then
+			// less often, so that a hundred runs do not spend the cores asking.
+			if !pause(backoff) {
 				return
 			}
+			backoff = min(2*backoff, c.opts.MaxPoll)
 			continue
 		}
+		backoff = c.opts.Poll
 		if !c.advance(lastAct, next) {
 			// Nothing is due: wait for a new timer or a participant to register one.
 			d := time.Hour

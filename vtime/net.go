@@ -5,18 +5,32 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"syscall"
+	"time"
+	"unsafe"
 )
 
-// Listen wraps a server's listener for clock c: bytes read from a connection are work from the
-// read until the handler that serves them has begun (Started), or the connection goes idle or
-// closes (net/http answered it by itself). Together with TCPPort, which sees the bytes while
-// they wait in the kernel, a request is never nobody's work.
-//
-// Serve with ConnContext and ConnState of the returned listener's Server hooks: see Serve.
-func Listen(ln net.Listener, c *Clock) net.Listener { return &listener{Listener: ln, c: c} }
+// A request between a Go client and a server on one virtual clock is handed over exactly: the
+// client's task stays busy from writing its request until the server's handler has begun
+// (Started parks it), the handler's task is busy until it answers (Answered wakes the client
+// again). A client that is not a task of the clock (curl, a script) sleeps in its own process
+// once it has written; the listener is busy while a connection waits to be accepted or holds
+// bytes nobody has read, so the server always picks them up before time moves.
 
-// Serve sets srv's ConnContext and ConnState so that Started and idle connections release
-// the hold a connection took; srv must serve a listener from Listen.
+// Listen wraps a server's listener for clock c and attaches it to c. Serve the returned
+// listener with an http.Server passed through Serve.
+func Listen(ln net.Listener, c *Clock) net.Listener {
+	l := &listener{Listener: ln, c: c, conns: map[*serverConn]struct{}{}}
+	l.detach = c.Attach(l)
+	c.mu.Lock()
+	c.listeners[ln.Addr().String()] = true
+	c.mu.Unlock()
+	return l
+}
+
+// Serve sets srv's ConnContext and ConnState so that a request's connection is known to its
+// handler (Started, Answered) and a connection net/http answered by itself hands its client
+// over too.
 func Serve(srv *http.Server) {
 	prevCtx, prevState := srv.ConnContext, srv.ConnState
 	srv.ConnContext = func(ctx context.Context, nc net.Conn) context.Context {
@@ -38,10 +52,24 @@ func Serve(srv *http.Server) {
 	}
 }
 
-// Started tells the clock that the handler serving ctx's request has begun its own task.
+// Started tells the clock that the handler serving ctx's request has begun its own task: the
+// connection's hold ends and a client task waiting for the hand-over is parked.
 func Started(ctx context.Context) {
 	if k, ok := ctx.Value(connKey{}).(*serverConn); ok {
 		k.handed()
+		if t := k.c.client(k.RemoteAddr().String()); t != nil {
+			t.Park()
+		}
+	}
+}
+
+// Answered tells the clock that the handler serving ctx's request has answered: a client task
+// on the other end is busy from now on (its answer is on its way).
+func Answered(ctx context.Context) {
+	if k, ok := ctx.Value(connKey{}).(*serverConn); ok {
+		if t := k.c.client(k.RemoteAddr().String()); t != nil {
+			t.Wake()
+		}
 	}
 }
 
@@ -49,7 +77,11 @@ type connKey struct{}
 
 type listener struct {
 	net.Listener
-	c *Clock
+	c      *Clock
+	detach func()
+
+	mu    sync.Mutex
+	conns map[*serverConn]struct{}
 }
 
 func (l *listener) Accept() (net.Conn, error) {
@@ -57,12 +89,42 @@ func (l *listener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &serverConn{Conn: nc, c: l.c}, nil
+	k := &serverConn{Conn: nc, c: l.c, l: l}
+	l.mu.Lock()
+	l.conns[k] = struct{}{}
+	l.mu.Unlock()
+	return k, nil
+}
+
+func (l *listener) Close() error {
+	l.detach()
+	l.c.mu.Lock()
+	delete(l.c.listeners, l.Listener.Addr().String())
+	l.c.mu.Unlock()
+	return l.Listener.Close()
+}
+
+// Idle implements Participant: busy while a connection waits in the accept queue or a
+// connection nobody holds has unread bytes.
+func (l *listener) Idle() (bool, time.Time) {
+	if backlog(l.Listener) > 0 {
+		return false, time.Time{}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k := range l.conns {
+		if unread(k.Conn) > 0 {
+			return false, time.Time{}
+		}
+	}
+	return true, time.Time{}
 }
 
 type serverConn struct {
 	net.Conn
-	c       *Clock
+	c *Clock
+	l *listener
+
 	mu      sync.Mutex
 	release func()
 }
@@ -91,14 +153,17 @@ func (k *serverConn) handed() {
 
 func (k *serverConn) Close() error {
 	k.handed()
+	k.l.mu.Lock()
+	delete(k.l.conns, k)
+	k.l.mu.Unlock()
 	return k.Conn.Close()
 }
 
-// DialContext wraps a client's dial function for the task its context carries: once the
-// client has written its request the task is idle (the bytes are the kernel's, then the
-// server's), and it is busy again from the moment a read returns bytes, before the transport
-// hands the answer over. Without a task of a virtual clock in the context it dials plainly.
-// A timeout that cancels such a request must Wake the task before it cancels.
+// DialContext wraps a client's dial function for the task its context carries. To a server
+// on the same clock the task stays busy until the server's handler has begun; to any other
+// server it is idle once its request is written. It is busy again from the moment its answer
+// arrives. A timeout that cancels such a request must Wake the task before it cancels.
+// Without a task of a virtual clock in the context it dials plainly.
 func DialContext(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		nc, err := dial(ctx, network, addr)
@@ -106,18 +171,30 @@ func DialContext(dial func(ctx context.Context, network, addr string) (net.Conn,
 		if err != nil || t == nil || t.c == nil {
 			return nc, err
 		}
-		return &clientConn{Conn: nc, t: t}, nil
+		k := &clientConn{Conn: nc, t: t, local: nc.LocalAddr().String()}
+		c := t.c
+		c.mu.Lock()
+		k.handover = c.listeners[nc.RemoteAddr().String()]
+		if k.handover {
+			c.clients[k.local] = t
+		}
+		c.mu.Unlock()
+		return k, nil
 	}
 }
 
 type clientConn struct {
 	net.Conn
-	t *Task
+	t        *Task
+	local    string
+	handover bool // the server is on the clock: it parks the task when it takes the request
 }
 
 func (k *clientConn) Write(p []byte) (int, error) {
 	n, err := k.Conn.Write(p)
-	k.t.Park()
+	if !k.handover || err != nil {
+		k.t.Park()
+	}
 	return n, err
 }
 
@@ -127,4 +204,60 @@ func (k *clientConn) Read(p []byte) (int, error) {
 		k.t.Wake()
 	}
 	return n, err
+}
+
+func (k *clientConn) Close() error {
+	if k.handover {
+		c := k.t.c
+		c.mu.Lock()
+		if c.clients[k.local] == k.t {
+			delete(c.clients, k.local)
+		}
+		c.mu.Unlock()
+	}
+	return k.Conn.Close()
+}
+
+// client is the task of a Go client whose connection's local address is addr, or nil.
+func (c *Clock) client(addr string) *Task {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clients[addr]
+}
+
+// backlog is how many connections wait in ln's accept queue (TCP_INFO's tcpi_unacked of a
+// listening socket), 0 when that cannot be read.
+func backlog(ln net.Listener) int {
+	sc, ok := ln.(syscall.Conn)
+	if !ok {
+		return 0
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var info syscall.TCPInfo
+	_ = rc.Control(func(fd uintptr) {
+		size := uint32(unsafe.Sizeof(info))
+		_, _, _ = syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, syscall.IPPROTO_TCP, syscall.TCP_INFO,
+			uintptr(unsafe.Pointer(&info)), uintptr(unsafe.Pointer(&size)), 0)
+	})
+	return int(info.Unacked)
+}
+
+// unread is the bytes waiting in a connection's receive queue (SIOCINQ, which is TIOCINQ).
+func unread(nc net.Conn) int {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return 0
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	var n int32
+	_ = rc.Control(func(fd uintptr) {
+		_, _, _ = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n)))
+	})
+	return int(n)
 }

@@ -31,12 +31,22 @@ const (
 // the kernel keeps the cost to the handful of sockets of one run, where /proc/net/tcp lists
 // every socket of the host, thousands of TIME_WAIT probes included.
 func diagBusy(port int) (bool, error) {
-	fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, netlinkSockDiag)
-	if err != nil {
-		return false, err
+	p := NewTCPPort(port)
+	defer p.Close()
+	return p.diag()
+}
+
+// diag asks on p's socket, opening it on first use; p.mu must be held.
+func (p *TCPPort) diag() (bool, error) {
+	if p.fd < 0 {
+		fd, err := syscall.Socket(syscall.AF_NETLINK, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, netlinkSockDiag)
+		if err != nil {
+			return false, err
+		}
+		p.fd = fd
 	}
-	defer syscall.Close(fd)
-	if err := syscall.Sendto(fd, diagRequest(port), 0, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}); err != nil {
+	fd := p.fd
+	if err := syscall.Sendto(fd, diagRequest(p.port), 0, &syscall.SockaddrNetlink{Family: syscall.AF_NETLINK}); err != nil {
 		return false, err
 	}
 	buf := make([]byte, 32<<10)

@@ -5,35 +5,55 @@ import (
 	"bytes"
 	"os"
 	"strconv"
+	"sync"
+	"syscall"
 	"time"
 )
 
-// TCPPort is a participant for every loopback TCP connection to or from port: it is busy while
-// bytes wait in a socket's queue (a request the server has not read, an answer the client has
-// not read), while a connection is half-open, or while the listener holds a connection nobody
-// accepted. Those are the moments between two processes that no clock call or task can see.
+// TCPPort is a participant for every loopback TCP connection to or from a port: it is busy
+// while bytes wait in a socket's queue (a request the server has not read, an answer the
+// client has not read), while a connection is half-open, or while the listener holds a
+// connection nobody accepted. Those are the moments between two processes that no clock
+// call or task can see.
 type TCPPort struct {
-	Port int
-	// Path is the kernel's socket table; "" reads /proc/net/tcp (the caller's network
-	// namespace).
-	Path string
+	port int
+	path string // the socket table read where sock_diag is refused
+
+	mu sync.Mutex
+	fd int // the sock_diag socket, -1 before the first ask; reused for every ask
 }
+
+// NewTCPPort watches port in the caller's network namespace.
+func NewTCPPort(port int) *TCPPort { return &TCPPort{port: port, path: "/proc/net/tcp", fd: -1} }
 
 // Idle implements Participant. It asks the kernel through sock_diag, and reads the socket
 // table where that is refused.
-func (p TCPPort) Idle() (bool, time.Time) {
-	path := p.Path
-	if path == "" {
-		if busy, err := diagBusy(p.Port); err == nil {
+func (p *TCPPort) Idle() (bool, time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fd != -2 {
+		busy, err := p.diag()
+		if err == nil {
 			return !busy, time.Time{}
 		}
-		path = "/proc/net/tcp"
+		p.fd = -2 // refused here: use the table from now on
 	}
-	b, err := os.ReadFile(path)
+	b, err := os.ReadFile(p.path)
 	if err != nil {
 		return true, time.Time{} // no socket table: nothing to wait for
 	}
-	return !busySocket(b, p.Port), time.Time{}
+	return !busySocket(b, p.port), time.Time{}
+}
+
+// Close releases the sock_diag socket.
+func (p *TCPPort) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fd >= 0 {
+		_ = syscall.Close(p.fd)
+	}
+	p.fd = -2
+	return nil
 }
 
 // TCP states in /proc/net/tcp (include/net/tcp_states.h).

@@ -44,7 +44,9 @@ func TestTCPPortSeesUnreadBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	p := TCPPort{Port: ln.Addr().(*net.TCPAddr).Port}
+	p := NewTCPPort(ln.Addr().(*net.TCPAddr).Port)
+	p.fd = -2 // the socket table, as where sock_diag is refused
+	defer p.Close()
 	if idle, _ := p.Idle(); !idle {
 		t.Fatal("a listener nobody dialled is busy")
 	}

@@ -1,0 +1,65 @@
+package vtime
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// A Go client and a server on one clock: the request is handed over without a gap, so a timer
+// due shortly after the server's answer never fires first, however slowly either side works.
+func TestRequestHandOver(t *testing.T) {
+	c := newClock(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vl := Listen(ln, c)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		task := NewTask(c)
+		defer task.End()
+		ctx := WithTask(r.Context(), task)
+		Started(ctx)
+		defer Answered(ctx)
+		time.Sleep(20 * time.Millisecond) // work before the wait
+		_ = task.Sleep(ctx, time.Second)
+		time.Sleep(20 * time.Millisecond) // work after it
+		_, _ = io.WriteString(w, "ok")
+	})}
+	Serve(srv)
+	go func() { _ = srv.Serve(vl) }()
+	defer srv.Close()
+
+	tr := &http.Transport{DisableKeepAlives: true, DialContext: DialContext((&net.Dialer{}).DialContext)}
+	client := &http.Client{Transport: tr}
+	late := c.NewTimer(1100 * time.Millisecond)
+	defer late.Stop()
+	within(t, 10*time.Second, func() {
+		for i := range 5 {
+			task := NewTask(c)
+			req, _ := http.NewRequestWithContext(WithTask(context.Background(), task), http.MethodGet, "http://"+ln.Addr().String()+"/", nil)
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			time.Sleep(20 * time.Millisecond) // the client works on the answer
+			if got, want := c.Now().Sub(epoch), time.Duration(i+1)*time.Second; got != want {
+				t.Errorf("answer %d read at %s, want %s", i, got, want)
+			}
+			if i == 0 {
+				select {
+				case <-late.Chan():
+					t.Error("a timer due 100 ms after the answer fired before the client had it")
+				default:
+				}
+			}
+			late.Stop()
+			task.End()
+		}
+	})
+}
