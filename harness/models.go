@@ -53,17 +53,26 @@ func get(ctx context.Context, clock replay.Clock, url string, timeout time.Durat
 	if !follow {
 		c = probeClientNoRedirect
 	}
-	// On a virtual clock the probe's connection parks its task once the request is written
-	// and wakes it when the answer arrives (vtime.DialContext).
-	resp, err := c.Do(req)
+	// On a virtual clock the probe is idle while the request is out; the request holds the
+	// clock while it or its answer is on the wire (vtime.RequestDuring).
+	var (
+		resp *http.Response
+		body error
+	)
+	vtime.RequestDuring(ctx, clock, req.URL.Host, func() {
+		resp, err = c.Do(req)
+		if err == nil {
+			_, body = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
+			resp.Body.Close()
+		}
+	})
 	if err != nil {
 		if rctx.Err() != nil && ctx.Err() == nil {
 			return 0, fmt.Errorf("no answer within %s", timeout)
 		}
 		return 0, err
 	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10)); err != nil && rctx.Err() != nil && ctx.Err() == nil {
+	if body != nil && rctx.Err() != nil && ctx.Err() == nil {
 		return 0, fmt.Errorf("no answer within %s", timeout)
 	}
 	return resp.StatusCode, nil

@@ -414,8 +414,8 @@ func outcomeOf(ready bool) Outcome {
 // scored hung.
 const MaxExtension = 2.0
 
-// groupScan is one look at a process group: each live process with the CPU time its reaped
-// children have used.
+// groupScan is one look at a process group: each live process with what its reaped children
+// used (CPU ticks and minor faults).
 type groupScan struct {
 	reaped map[int]uint64
 }
@@ -446,9 +446,13 @@ func scanGroup(pgid int) groupScan {
 		if len(f) < 15 || f[2] != want {
 			continue
 		}
+		// Reaped children's CPU ticks and minor faults: a curl can use under one tick of CPU
+		// (on virtual time a loop's scans are seconds of its own apart, not of wall time),
+		// but it never exits without having faulted pages in.
+		cmin, _ := strconv.ParseUint(f[8], 10, 64)
 		cu, _ := strconv.ParseUint(f[13], 10, 64)
 		cs, _ := strconv.ParseUint(f[14], 10, 64)
-		g.reaped[pid] = cu + cs
+		g.reaped[pid] = cmin + cu + cs
 	}
 	return g
 }

@@ -120,15 +120,27 @@ func (p *prober) do(ctx context.Context, method, path string, body []byte, limit
 	}
 	p.requests++
 	t0 := p.clock.Now()
-	resp, err := p.client.Do(req)
+	// On a virtual clock the round is idle while its request is out; the request holds the
+	// clock while it or its answer is on the wire (vtime.RequestDuring).
+	var (
+		resp *http.Response
+		b    []byte
+		rerr error
+	)
+	vtime.RequestDuring(ctx, p.clock, p.base.Host, func() {
+		resp, err = p.client.Do(req)
+		if err == nil {
+			b, rerr = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+			resp.Body.Close()
+		}
+	})
 	if err != nil {
 		if c := context.Cause(ctx); c != nil && errors.As(c, new(errRequestTimeout)) {
 			err = c
 		}
 		return 0, nil, p.clock.Since(t0), err
 	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	err = rerr
 	lat := p.clock.Since(t0)
 	if err != nil {
 		if c := context.Cause(ctx); c != nil && errors.As(c, new(errRequestTimeout)) {

@@ -37,8 +37,11 @@ type Options struct {
 	// Poll is how soon the driver asks a busy participant again; the gap doubles up to
 	// MaxPoll while it stays busy. Defaults 100 µs and 2 ms.
 	Poll, MaxPoll time.Duration
-	// Abandon is how long a fired channel timer whose value nobody receives (a select that
-	// took another case) holds the clock. Default 20 ms.
+	// Abandon is how long a fired channel timer whose value nobody receives holds the clock:
+	// a safety net for a timer left armed by a select that took another case and was never
+	// stopped. It must outlast how long a woken goroutine can wait for a CPU on a loaded
+	// machine (tens of milliseconds were seen), or time jumps past what it was woken for.
+	// Default 5 s.
 	Abandon time.Duration
 }
 
@@ -53,7 +56,7 @@ func (o Options) withDefaults() Options {
 		o.MaxPoll = max(2*time.Millisecond, o.Poll)
 	}
 	if o.Abandon <= 0 {
-		o.Abandon = 20 * time.Millisecond
+		o.Abandon = 5 * time.Second
 	}
 	return o
 }
@@ -69,14 +72,14 @@ type Clock struct {
 	busy      int      // Task, Hold and AfterFunc work in progress
 	fired     []*timer // channel timers fired whose value may not have been received yet
 	parts     map[uint64]Participant
-	listeners map[string]bool  // addresses of listeners wrapped by Listen
-	clients   map[string]*Task // Go clients by their connections' local address (see DialContext)
+	listeners map[string]bool        // addresses of listeners wrapped by Listen
+	clients   map[string]*clientConn // Go clients' connections by local address (see DialContext)
 	partSeq   uint64
 	onAdvance []func(time.Time)
 	jumps     uint64
 	closed    bool
 
-	act    atomic.Uint64 // bumped by every call; the driver's sign of life
+	act    atomic.Uint64 // bumped by every call but Now; the driver's sign of life
 	kick   chan struct{}
 	doneCh chan struct{}
 	wg     sync.WaitGroup
@@ -85,7 +88,7 @@ type Clock struct {
 // New returns a clock reading start, with its driver running. Close stops it.
 func New(start time.Time, opts Options) *Clock {
 	c := &Clock{opts: opts.withDefaults(), now: start, parts: map[uint64]Participant{},
-		listeners: map[string]bool{}, clients: map[string]*Task{},
+		listeners: map[string]bool{}, clients: map[string]*clientConn{},
 		kick: make(chan struct{}, 1), doneCh: make(chan struct{})}
 	c.wg.Add(1)
 	go c.drive()
@@ -176,9 +179,9 @@ func (c *Clock) touch() {
 	}
 }
 
-// Now implements clockwork.Clock.
+// Now implements clockwork.Clock. Reading the time is not activity: a goroutine that polls
+// Now in wall time must not keep the clock from moving.
 func (c *Clock) Now() time.Time {
-	c.act.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now

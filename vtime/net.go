@@ -10,12 +10,14 @@ import (
 	"unsafe"
 )
 
-// A request between a Go client and a server on one virtual clock is handed over exactly: the
-// client's task stays busy from writing its request until the server's handler has begun
-// (Started parks it), the handler's task is busy until it answers (Answered wakes the client
-// again). A client that is not a task of the clock (curl, a script) sleeps in its own process
-// once it has written; the listener is busy while a connection waits to be accepted or holds
-// bytes nobody has read, so the server always picks them up before time moves.
+// A request between a Go client and a server on one virtual clock is handed over exactly. The
+// client's task makes it inside RequestDuring: the task is idle, and the request holds the
+// clock from before it is sent until the server's handler has begun (Started); the handler's
+// task is busy until it answers, and its answer (Answered) holds the clock until the client's
+// task is busy again. A client that is not a task of the clock (curl, a script) sleeps in its
+// own process once it has written; the listener is busy while a connection waits to be
+// accepted or holds bytes nobody has read, so the server always picks them up before time
+// moves.
 
 // Listen wraps a server's listener for clock c and attaches it to c. Serve the returned
 // listener with an http.Server passed through Serve.
@@ -48,6 +50,7 @@ func Serve(srv *http.Server) {
 		}
 		if k, ok := nc.(*serverConn); ok && (st == http.StateIdle || st == http.StateClosed || st == http.StateHijacked) {
 			k.handed()
+			k.flushed()
 		}
 	}
 }
@@ -57,18 +60,25 @@ func Serve(srv *http.Server) {
 func Started(ctx context.Context) {
 	if k, ok := ctx.Value(connKey{}).(*serverConn); ok {
 		k.handed()
-		if t := k.c.client(k.RemoteAddr().String()); t != nil {
-			t.Park()
+		if cc := k.c.client(k.RemoteAddr().String()); cc != nil {
+			cc.t.taken()
 		}
 	}
 }
 
 // Answered tells the clock that the handler serving ctx's request has answered: a client task
-// on the other end is busy from now on (its answer is on its way).
+// on the other end is busy from now on (its answer is on its way), and the connection holds
+// the clock until net/http has written the whole answer and reads again, so a client that is
+// a process (curl) has it before time moves.
 func Answered(ctx context.Context) {
 	if k, ok := ctx.Value(connKey{}).(*serverConn); ok {
-		if t := k.c.client(k.RemoteAddr().String()); t != nil {
-			t.Wake()
+		k.mu.Lock()
+		if k.flushing == nil {
+			k.flushing = k.c.Hold()
+		}
+		k.mu.Unlock()
+		if cc := k.c.client(k.RemoteAddr().String()); cc != nil {
+			cc.t.holdUntilBusy()
 		}
 	}
 }
@@ -125,11 +135,13 @@ type serverConn struct {
 	c *Clock
 	l *listener
 
-	mu      sync.Mutex
-	release func()
+	mu       sync.Mutex
+	release  func() // bytes read, no handler yet
+	flushing func() // answered, not yet back to reading
 }
 
 func (k *serverConn) Read(p []byte) (int, error) {
+	k.flushed()
 	n, err := k.Conn.Read(p)
 	if n > 0 {
 		k.mu.Lock()
@@ -151,19 +163,30 @@ func (k *serverConn) handed() {
 	}
 }
 
+// flushed ends the hold Answered took: net/http reads again (or the connection ends) only
+// once the answer is written.
+func (k *serverConn) flushed() {
+	k.mu.Lock()
+	f := k.flushing
+	k.flushing = nil
+	k.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
 func (k *serverConn) Close() error {
 	k.handed()
+	k.flushed()
 	k.l.mu.Lock()
 	delete(k.l.conns, k)
 	k.l.mu.Unlock()
 	return k.Conn.Close()
 }
 
-// DialContext wraps a client's dial function for the task its context carries. To a server
-// on the same clock the task stays busy until the server's handler has begun; to any other
-// server it is idle once its request is written. It is busy again from the moment its answer
-// arrives. A timeout that cancels such a request must Wake the task before it cancels.
-// Without a task of a virtual clock in the context it dials plainly.
+// DialContext wraps a client's dial function so that a server on the clock can find the task
+// at the other end of a connection (Started, Answered). Without a task of a virtual clock in
+// the context it dials plainly.
 func DialContext(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		nc, err := dial(ctx, network, addr)
@@ -171,13 +194,16 @@ func DialContext(dial func(ctx context.Context, network, addr string) (net.Conn,
 		if err != nil || t == nil || t.c == nil {
 			return nc, err
 		}
-		k := &clientConn{Conn: nc, t: t, local: nc.LocalAddr().String()}
 		c := t.c
 		c.mu.Lock()
-		k.handover = c.listeners[nc.RemoteAddr().String()]
-		if k.handover {
-			c.clients[k.local] = t
+		onClock := c.listeners[nc.RemoteAddr().String()]
+		c.mu.Unlock()
+		if !onClock {
+			return nc, nil
 		}
+		k := &clientConn{Conn: nc, t: t, local: nc.LocalAddr().String()}
+		c.mu.Lock()
+		c.clients[k.local] = k
 		c.mu.Unlock()
 		return k, nil
 	}
@@ -185,41 +211,22 @@ func DialContext(dial func(ctx context.Context, network, addr string) (net.Conn,
 
 type clientConn struct {
 	net.Conn
-	t        *Task
-	local    string
-	handover bool // the server is on the clock: it parks the task when it takes the request
-}
-
-func (k *clientConn) Write(p []byte) (int, error) {
-	n, err := k.Conn.Write(p)
-	if !k.handover || err != nil {
-		k.t.Park()
-	}
-	return n, err
-}
-
-func (k *clientConn) Read(p []byte) (int, error) {
-	n, err := k.Conn.Read(p)
-	if n > 0 || err != nil {
-		k.t.Wake()
-	}
-	return n, err
+	t     *Task
+	local string
 }
 
 func (k *clientConn) Close() error {
-	if k.handover {
-		c := k.t.c
-		c.mu.Lock()
-		if c.clients[k.local] == k.t {
-			delete(c.clients, k.local)
-		}
-		c.mu.Unlock()
+	c := k.t.c
+	c.mu.Lock()
+	if c.clients[k.local] == k {
+		delete(c.clients, k.local)
 	}
+	c.mu.Unlock()
 	return k.Conn.Close()
 }
 
-// client is the task of a Go client whose connection's local address is addr, or nil.
-func (c *Clock) client(addr string) *Task {
+// client is the connection of a Go client whose local address is addr, or nil.
+func (c *Clock) client(addr string) *clientConn {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.clients[addr]

@@ -41,12 +41,18 @@ func TestRequestHandOver(t *testing.T) {
 		for i := range 5 {
 			task := NewTask(c)
 			req, _ := http.NewRequestWithContext(WithTask(context.Background(), task), http.MethodGet, "http://"+ln.Addr().String()+"/", nil)
-			resp, err := client.Do(req)
+			var resp *http.Response
+			task.Request(ln.Addr().String())
+			task.Idle(func() {
+				resp, err = client.Do(req)
+				if err == nil {
+					_, _ = io.ReadAll(resp.Body)
+					resp.Body.Close()
+				}
+			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
 			time.Sleep(20 * time.Millisecond) // the client works on the answer
 			if got, want := c.Now().Sub(epoch), time.Duration(i+1)*time.Second; got != want {
 				t.Errorf("answer %d read at %s, want %s", i, got, want)

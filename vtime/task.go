@@ -3,6 +3,7 @@ package vtime
 import (
 	"container/heap"
 	"context"
+	"sync"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -20,11 +21,13 @@ type Task struct {
 	wake  chan struct{}
 
 	// guarded by c.mu
-	waiting  bool // idle in Wait, Idle or Park
+	waiting  bool // idle in Wait or Idle
 	inWait   bool // idle in Wait: only the clock, Notify or ctx end it
 	notified bool // Notify came while not waiting: the next Wait returns at once
 	ended    bool
 	t        *timer
+	netHolds []func() // holds of this task's connections, released when it is busy again
+	reqHold  func()   // a request to a server on the clock that no handler has taken yet
 }
 
 // NewTask begins a task on clock: on a *Clock it counts as work until End.
@@ -195,25 +198,10 @@ func (t *Task) wakeLocked() {
 	}
 }
 
-// Park marks a busy task idle until Wake: its goroutine has handed its work to others that
-// the clock watches (a request written to a socket).
-func (t *Task) Park() {
-	if t == nil || t.c == nil {
-		return
-	}
-	c := t.c
-	c.mu.Lock()
-	if !t.ended && !t.waiting {
-		t.waiting = true
-		c.busy--
-	}
-	c.mu.Unlock()
-	c.touch()
-}
-
-// Wake marks a parked or waiting task busy from this call on, without ending a Wait early:
-// whoever hands a task its next piece of work (an answer read from its socket, a value it is
-// about to receive) calls Wake first, so no jump falls between the hand-over and the work.
+// Wake marks a task that is idle in Idle busy from this call on (it does not end a Wait):
+// whoever hands such a task its next piece of work (a value it is about to receive, a
+// timeout that cancels its request) calls Wake first, so no jump falls between the hand-over
+// and the work.
 func (t *Task) Wake() {
 	if t == nil || t.c == nil {
 		return
@@ -252,10 +240,65 @@ func (t *Task) Idle(f func()) {
 			t.waiting = false
 			c.busy++
 		}
+		holds := t.netHolds
+		t.netHolds = nil
+		if t.reqHold != nil {
+			holds = append(holds, t.reqHold)
+			t.reqHold = nil
+		}
 		c.mu.Unlock()
+		for _, r := range holds {
+			r()
+		}
 		c.act.Add(1)
 	}()
 	f()
+}
+
+// Request holds the clock for a request t is about to make to addr (host:port), when a
+// server on t's clock listens there: until the server's handler has begun (Started) or t is
+// busy again after the Idle it makes the request in. Call it while t is busy, right before.
+func (t *Task) Request(addr string) {
+	if t == nil || t.c == nil {
+		return
+	}
+	c := t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.ended || !c.listeners[addr] || t.reqHold != nil {
+		return
+	}
+	c.busy++
+	var once sync.Once
+	t.reqHold = func() { once.Do(c.release) }
+}
+
+// taken ends the hold Request took: a handler has the request.
+func (t *Task) taken() {
+	c := t.c
+	c.mu.Lock()
+	r := t.reqHold
+	t.reqHold = nil
+	c.mu.Unlock()
+	if r != nil {
+		r()
+	}
+}
+
+// holdUntilBusy holds the clock on t's behalf until t is busy again (see Idle); a task that
+// is not idle now is busy already and needs no hold.
+func (t *Task) holdUntilBusy() {
+	c := t.c
+	c.mu.Lock()
+	if t.ended || !t.waiting || t.inWait {
+		c.mu.Unlock()
+		return
+	}
+	c.busy++
+	var once sync.Once
+	t.netHolds = append(t.netHolds, func() { once.Do(c.release) })
+	c.mu.Unlock()
+	c.act.Add(1)
 }
 
 type taskKey struct{}
@@ -289,6 +332,18 @@ func Sleep(ctx context.Context, clock clockwork.Clock, d time.Duration) error {
 	case <-tm.Chan():
 		return nil
 	}
+}
+
+// RequestDuring runs f, which makes one request to addr, with ctx's task (if it is one of
+// clock's) idle, the request holding the clock while it is on the wire: see Task.Request and
+// DialContext.
+func RequestDuring(ctx context.Context, clock clockwork.Clock, addr string, f func()) {
+	if t := TaskFrom(ctx); t != nil && t.on(clock) {
+		t.Request(addr)
+		t.Idle(f)
+		return
+	}
+	f()
 }
 
 // IdleDuring runs f with ctx's task (if it is one of clock's) idle; see Task.Idle.
