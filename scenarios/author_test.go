@@ -143,7 +143,7 @@ func TestAuthorVariants(t *testing.T) {
 			ending: "ready", verdict: ReadyOK, exit: -1, probeRoute: "/health", probeEvery: 10 * time.Second, probeTokens: 64,
 			mustNotMatch: []string{"10.20.30.40", "alice", "/data/models"}},
 		{file: "compose-era-b.log", profile: "B", ranks: 2, flags: []string{"--tp-size 2"}, ending: "ready", verdict: ReadyOK, exit: -1,
-			notes: []string{"compose wrapper"}, unparsed: []int{4}},
+			notes: []string{"compose wrapper"}},
 		{file: "docker-desktop-era-a.log", profile: "A", ranks: 1, ending: "ready", verdict: ReadyOK, exit: -1,
 			notes: []string{"host_ts wrapper"}},
 		{file: "glued-bars-crlf.log", profile: "B", ranks: 1, ending: "cuda_oom", verdict: FailedFast, exit: 137,
