@@ -31,6 +31,9 @@ type AuthorOptions struct {
 	Source string
 	// Rules redact the log; nil means DefaultRedactRules. An empty non-nil slice redacts nothing.
 	Rules []RedactRule
+	// Duration is how long a log without any timestamp lasted: its lines are spread evenly
+	// over it, in file order. 0 places them DefaultLineSpacing apart.
+	Duration time.Duration
 }
 
 // Authored is a scenario written from a captured log.
@@ -271,9 +274,10 @@ func Author(ctx context.Context, r io.Reader, opts AuthorOptions) (*Authored, er
 	}
 	rep.Unparsed = unparsed(orig, lines)
 
-	tl, tlErr := replay.FromLog(lines)
-	if errors.Is(tlErr, replay.ErrNoTimestamps) {
-		return nil, fmt.Errorf("author: %w", tlErr)
+	spacing := untimedSpacing(lines, opts.Duration, &rep)
+	tl, err := logTimeline(lines, spacing)
+	if err != nil {
+		return nil, fmt.Errorf("author: %w", err)
 	}
 	kinds := KindsOf(tl)
 	rep.Phases = LogPhases(kinds)
@@ -286,6 +290,7 @@ func Author(ctx context.Context, r io.Reader, opts AuthorOptions) (*Authored, er
 	}
 	rep.Ranks = countRanks(lines)
 	argv, dropped := inferFlags(lines, &rep)
+	argv = servingFlags(lines, argv, &rep)
 	rep.Dropped = dropped
 	rep.Flags = strings.Join(argv, " ")
 
@@ -299,7 +304,7 @@ func Author(ctx context.Context, r io.Reader, opts AuthorOptions) (*Authored, er
 	rep.Name = name
 	sum := sha256.Sum256(data)
 	d := draft{name: name, source: opts.Source, digest: hex.EncodeToString(sum[:6]), profile: rep.Profile,
-		host: inferHost(lines, rep.Ranks, &rep), flags: rep.Flags, log: text, behavior: inferBehavior(tl)}
+		host: inferHost(lines, rep.Ranks, &rep), flags: rep.Flags, log: text, behavior: inferBehavior(tl), spacing: spacing}
 
 	// Ground truth: compile the recorded timeline the way a run will, and read it off.
 	probe, err := Load(name+".yaml", d.yaml(&rep, Expect{Tolerance: Duration(time.Second), Verdict: ReadyOK}))
@@ -310,7 +315,17 @@ func Author(ctx context.Context, r io.Reader, opts AuthorOptions) (*Authored, er
 	if err != nil {
 		return nil, fmt.Errorf("author: the drafted scenario does not compile: %w", err)
 	}
-	rep.Expect, rep.Ending, d.faults = groundTruth(c)
+	var ending string
+	ending, d.faults = failureEnding(c)
+	if d.faults != nil { // compile again: the prediction must see the faults a run will have
+		if probe, err = Load(name+".yaml", d.yaml(&rep, Expect{Tolerance: Duration(time.Second), Verdict: ReadyOK})); err == nil {
+			c, err = Compile(probe, 1)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("author: the drafted scenario with its faults does not compile (a bug in author): %w", err)
+		}
+	}
+	rep.Expect, rep.Ending = expectFrom(c, ending)
 	rep.ExitCode = rep.Expect.ExitCode
 	out := d.yaml(&rep, rep.Expect)
 	s, err := Load(name+".yaml", out)
@@ -685,74 +700,6 @@ func mostCommon(m map[string]int) string {
 	return best
 }
 
-// groundTruth reads bound, ready, dead and the exit code off the compiled recorded timeline.
-// A failure signature with no exit after it (the fatal-but-alive shape) gets a wedge fault at
-// that line, so the run's ground truth says dead there too.
-func groundTruth(c *Compiled) (Expect, string, []faultDraft) {
-	var e Expect
-	var faults []faultDraft
-	at := func(d time.Duration) *Duration { v := Duration(d.Truncate(time.Second)); return &v }
-	var failAt *time.Duration
-	ending, failLine := "", -1
-	for i, en := range c.Timeline.Entries {
-		switch en.Op {
-		case replay.OpBind:
-			if e.Bound == nil {
-				e.Bound = at(en.At)
-			}
-		case replay.OpExit:
-			if e.Dead == nil {
-				e.Dead = at(en.At)
-				code := en.Code
-				e.ExitCode = &code
-			}
-		case replay.OpLog:
-			k := en.Event.Kind
-			if k == sglang.KindReady && e.Ready == nil && failAt == nil {
-				e.Ready = at(en.At)
-			}
-			if failureKind(k) && failAt == nil && k != sglang.KindHealthFailed {
-				d := en.At
-				failAt, failLine = &d, i
-			}
-		}
-	}
-	ending = "log ends without ready or a failure signature"
-	switch {
-	case failAt != nil:
-		ending = signature(c.Timeline, failLine)
-	case e.Ready != nil:
-		ending = "ready"
-	}
-	tol := time.Second * 2
-	switch {
-	case e.Ready != nil && failAt == nil:
-		e.Verdict = ReadyOK
-		tol = max(tol, time.Duration(float64(e.Ready.D())*0.01))
-	case e.Dead != nil:
-		e.Verdict = FailedFast
-		if e.Ready != nil && e.Dead.D() < e.Ready.D() {
-			e.Ready = nil
-		}
-	case failAt != nil:
-		// Fatal but alive: the process never exits; a correct tool reads the log and fails fast.
-		e.Verdict = FailedFast
-		e.Dead = at(*failAt)
-		e.Ready = nil
-		ev := c.Timeline.Entries[failLine].Event
-		ev.Time = time.Time{}
-		faults = append(faults, faultDraft{kind: "wedge", afterLine: sglang.Render(ev, c.Profile)})
-	default:
-		// Nothing decisive: a correct tool can only time out.
-		e.Verdict = FailedSlow
-	}
-	if e.Dead != nil && e.Bound != nil && e.Dead.D() < e.Bound.D() {
-		e.Bound = nil
-	}
-	e.Tolerance = Duration(tol)
-	return e, ending, faults
-}
-
 // signature names a failure by its kind and the message that identifies it.
 func signature(tl replay.Timeline, i int) string {
 	// The identifying line is the exception at the end of a traceback, when there is one.
@@ -804,6 +751,7 @@ type faultDraft struct{ kind, afterLine string }
 // draft holds what goes into the file.
 type draft struct {
 	name, source, digest, profile, flags, log string
+	spacing                                   time.Duration // lines of an untimed log (0: the log has timestamps)
 	host                                      hostDraft
 	behavior                                  Behavior
 	faults                                    []faultDraft
@@ -828,7 +776,11 @@ func (d draft) yaml(rep *AuthorReport, e Expect) []byte {
 	w("host:\n  gpu_model: %s\n  gpu_count: %d\n  gpu_memory_gb: %g\n  host_ram_gb: %g\n  compute_capability: \"0.0\"\n",
 		strconv.Quote("unknown (inferred from the log)"), d.host.GPUCount, d.host.GPUMemoryGB, d.host.HostRAMGB)
 	w("launch:\n  flags: %s\n", strconv.Quote(d.flags))
-	w("timeline:\n  recorded:\n    inline: %s", blockScalar(d.log, 6))
+	w("timeline:\n  recorded:\n")
+	if d.spacing > 0 {
+		w("    spacing: %s\n", d.spacing)
+	}
+	w("    inline: %s", blockScalar(d.log, 6))
 	if bh := d.behavior; bh.WarmupTokens > 0 || bh.ProbeTokens > 0 || bh.ProbeCUDAGraph != nil {
 		w("server:\n")
 		if bh.WarmupTokens > 0 {
@@ -1045,7 +997,11 @@ func CheckAuthored(input, scenarioYAML []byte, file string, maxDiffs int) (*Chec
 			res.Diffs = append(res.Diffs, d)
 		}
 	}
-	tl, err := replay.FromLog(in)
+	var spacing time.Duration
+	if r := s.Timeline.Recorded; r != nil {
+		spacing = r.Spacing.D()
+	}
+	tl, err := logTimeline(in, spacing)
 	if err != nil {
 		return nil, fmt.Errorf("check: %w", err)
 	}

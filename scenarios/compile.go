@@ -52,7 +52,7 @@ func Compile(s *Scenario, seed int64) (*Compiled, error) {
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: %w", s.Name, err)
 		}
-		tl, err := recordedTimeline(bytes.NewReader(text))
+		tl, err := recordedTimeline(bytes.NewReader(text), s.Timeline.Recorded.Spacing.D())
 		if err != nil {
 			return nil, fmt.Errorf("scenario %s: recorded log: %w", s.Name, err)
 		}

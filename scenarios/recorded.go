@@ -1,6 +1,8 @@
 package scenarios
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -8,35 +10,75 @@ import (
 	"github.com/incident-replay/incident-replay/sglang"
 )
 
+// launcherExitDelay is how long after a recorded log's last line the launcher's exit comes
+// (the sigquit handler's kill of the tree, an uncaught exception's interpreter exit).
+const launcherExitDelay = 200 * time.Millisecond
+
 // recordedTimeline converts a captured log to a timeline and adds the process ops the log
-// implies: the port binds where uvicorn says it is running, and the launcher exits after
-// its fatal path (sglang-server.md §5.2: sigquit/Killed → 137; a dead rank's EOFError path → 1).
-func recordedTimeline(r io.Reader) (replay.Timeline, error) {
-	tl, err := replay.FromLogReader(r)
+// implies: the port binds where uvicorn says it is running (or at 0 when the log starts with
+// the server already serving), and the launcher exits after its fatal path (see impliedExit).
+// A log without any timestamp needs spacing > 0 (see logTimeline).
+func recordedTimeline(r io.Reader, spacing time.Duration) (replay.Timeline, error) {
+	lines, err := sglang.Parse(r)
+	if err != nil {
+		return replay.Timeline{}, fmt.Errorf("reading log (after %d lines): %w", len(lines), err)
+	}
+	tl, err := logTimeline(lines, spacing)
 	if err != nil {
 		return tl, err
 	}
 	var out replay.Timeline
 	out.Start = tl.Start
-	code := 0
-	bound := false
+	bound := startsServing(lines)
+	if bound {
+		out.Entries = append(out.Entries, replay.Entry{At: 0, Op: replay.OpBind})
+	}
 	for _, e := range tl.Entries {
 		if e.Op == replay.OpLog && e.Event.Kind == sglang.KindUvicornRunning && !bound {
 			out.Entries = append(out.Entries, replay.Entry{At: e.At, Op: replay.OpBind})
 			bound = true
 		}
 		out.Entries = append(out.Entries, e)
-		switch e.Event.Kind {
-		case sglang.KindSigquitChild, sglang.KindSigquitReceived, sglang.KindKilled, sglang.KindInitFailed:
-			code = 137
-		case sglang.KindRankDead:
-			if code == 0 {
-				code = 1
-			}
-		}
 	}
-	if code != 0 {
-		out.Entries = append(out.Entries, replay.Entry{At: out.Duration() + 200*time.Millisecond, Op: replay.OpExit, Code: code})
+	if code, _ := impliedExit(lines, tl); code != 0 {
+		out.Entries = append(out.Entries, replay.Entry{At: out.Duration() + launcherExitDelay, Op: replay.OpExit, Code: code})
 	}
 	return out, nil
+}
+
+// noTimeStart is where the lines of a log without timestamps are placed from.
+var noTimeStart = func() time.Time { t, _ := time.Parse(startLayout, defaultStart); return t }()
+
+// logTimeline is replay.FromLog, except that a log with no timestamp at all is placed in file
+// order, spacing apart, from noTimeStart; with spacing 0 such a log is an error.
+func logTimeline(lines []sglang.Line, spacing time.Duration) (replay.Timeline, error) {
+	tl, err := replay.FromLog(lines)
+	if !errors.Is(err, replay.ErrNoTimestamps) {
+		return tl, err
+	}
+	if spacing <= 0 {
+		return tl, errors.New("the log has no timestamps (no SGLang header, no wrapper stamp): set timeline.recorded.spacing (e.g. 100ms) to place its lines in file order that far apart")
+	}
+	tl.Start = noTimeStart
+	for i := range tl.Entries {
+		tl.Entries[i].At = time.Duration(i) * spacing
+	}
+	return tl, nil
+}
+
+// startsServing reports a log that starts after the server was up: it answers an HTTP request
+// before any line of startup (server_args, a phase line, uvicorn's own lines). Prefill and
+// Decode lines alone do not say so: an offline Engine prints them without any HTTP server.
+func startsServing(lines []sglang.Line) bool {
+	for _, l := range lines {
+		switch k := l.Event.Kind; {
+		case k == sglang.KindAccess:
+			return true
+		case k == sglang.KindUvicornStarted || k == sglang.KindUvicornRunning || k == sglang.KindUvicornWaiting || k == sglang.KindUvicornComplete:
+			return false
+		case phaseOf(k) != "" && phaseOf(k) != "failure":
+			return false
+		}
+	}
+	return false
 }

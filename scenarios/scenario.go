@@ -107,6 +107,9 @@ type Recorded struct {
 	Log string `yaml:"log,omitempty" json:"log,omitempty"`
 	// Inline is the log text itself.
 	Inline string `yaml:"inline,omitempty" json:"inline,omitempty"`
+	// Spacing places the lines of a log that has no timestamps at all: in file order, this
+	// far apart, from the modelled default start. Logs with timestamps ignore it.
+	Spacing Duration `yaml:"spacing,omitempty" json:"spacing,omitempty"`
 }
 
 // Behavior tunes the fake server's HTTP behaviour where the timeline says nothing. Zero values

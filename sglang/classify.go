@@ -9,7 +9,14 @@ var (
 	reShards   = regexp.MustCompile(`^Loading safetensors checkpoint shards: +(\d+)% Completed \| (\d+)/(\d+) \[([^<\]]*)<([^,\]]*), ([^\]]*)\]$`)
 	reCGBar    = regexp.MustCompile(`^(?:Capturing batches \((?:bs=(\d+) )?avail_mem=([\d.]+) GB\): +| *)(\d+)%\|([^|]*)\| (\d+)/(\d+) \[([^<\]]*)<([^,\]]*), ([^\]]*)\]$`)
 	reAnyBar   = regexp.MustCompile(`^(?:[^|]*?:)? *\d{1,3}%(?:\|[^|]*\|| Completed \|)? ?\d+/\d+ \[[^\]]*\]$`)
+	reCountBar = regexp.MustCompile(`^(?:[^|]*?:)? *\d+it \[[^\]]*it/s\]$`) // tqdm without a total: "Processing: 2it [00:00,  4.69it/s]"
 	reLoadEnd  = regexp.MustCompile(`^Load weight end\. type=([^,]*), dtype=([^,]*), avail mem=([\d.]+) GB(?:, mem usage=([\d.]+) GB\.)?$`)
+	reLoadEndE = regexp.MustCompile(`^Load weight end\. elapsed=([\d.]+) s, type=([^,]*), (?:dtype=([^,]*), )?avail mem=([\d.]+) GB(?:, mem usage=([\d.]+) GB)?`)
+	reDistEndE = regexp.MustCompile(`^Init torch distributed ends\. elapsed=([\d.]+) s, mem usage=([\d.]+) GB`)
+	reCapture  = regexp.MustCompile(`^Capture (?:[\w-]+ )*?(?:cuda|CUDA|npu|NPU) graph (begin|end)\.`)
+	reElapsed  = regexp.MustCompile(`elapsed=([\d.]+) s`)
+	reMemUsage = regexp.MustCompile(`mem usage=([\d.]+) GB`)
+	reAvailMem = regexp.MustCompile(`avail mem=([\d.]+) GB`)
 	reKVAlloc  = regexp.MustCompile(`^KV Cache is allocated\. (?:dtype: ([^,]*), )?(?:#tokens: (\d+), )?K size: ([\d.]+) GB, V size: ([\d.]+) GB`)
 	reCGEnd    = regexp.MustCompile(`^Capture cuda graph end\. Time elapsed: ([\d.]+) s(?:\. mem usage=([\d.]+) GB\. avail mem=([\d.]+) GB\.)?`)
 	reLimits   = regexp.MustCompile(`^max_total_num_tokens=(\d+), (?:chunked_prefill_size=(-?\d+|None), )?max_prefill_tokens=(\d+), max_running_requests=(\d+), context_len=(\d+)(?:, available_gpu_mem=([\d.]+) GB)?`)
@@ -111,6 +118,10 @@ func sglangMessage(m string) (Event, bool) {
 			}
 		case strings.HasPrefix(m, msgInitFailed):
 			return Event{Kind: KindInitFailed, Text: m[len(msgInitFailed):]}, true
+		case strings.HasPrefix(m, "Init torch distributed ends. elapsed="):
+			if g := reDistEndE.FindStringSubmatch(m); g != nil {
+				return exact(Event{Kind: KindDistInitEnd, Fields: fieldsOf("elapsed", g[1], "mem_usage", g[2])}, m), true
+			}
 		}
 	case 'L':
 		switch {
@@ -121,6 +132,13 @@ func sglangMessage(m string) (Event, bool) {
 		case strings.HasPrefix(m, msgLoadEnd):
 			if g := reLoadEnd.FindStringSubmatch(m); g != nil {
 				fs := optFields(fieldsOf("type", g[1], "dtype", g[2], "avail_mem", g[3]), "mem_usage", g[4])
+				return exact(Event{Kind: KindLoadEnd, Fields: fs}, m), true
+			}
+			return Event{Kind: KindLoadEnd, Text: m}, true
+		case strings.HasPrefix(m, "Load weight end. elapsed="):
+			if g := reLoadEndE.FindStringSubmatch(m); g != nil {
+				fs := optFields(fieldsOf("elapsed", g[1], "type", g[2]), "dtype", g[3])
+				fs = optFields(append(fs, Field{"avail_mem", g[4]}), "mem_usage", g[5])
 				return exact(Event{Kind: KindLoadEnd, Fields: fs}, m), true
 			}
 			return Event{Kind: KindLoadEnd, Text: m}, true
@@ -200,6 +218,10 @@ func sglangMessage(m string) (Event, bool) {
 			}
 		case strings.HasPrefix(m, msgCGBar):
 			if e, ok := cgBar(m); ok {
+				return e, true
+			}
+		default:
+			if e, ok := captureLine(m); ok {
 				return e, true
 			}
 		}
@@ -283,7 +305,35 @@ func sglangMessage(m string) (Event, bool) {
 			return Event{Kind: KindKilled, Text: m}, true
 		}
 	}
-	return Event{}, false
+	return knownInfo(m)
+}
+
+// captureLine reads the capture phase lines worded "Capture <what> graph begin." and
+// "... end." (2026: "Capture target decode CUDA graph begin. backend=..., avail mem=X GB";
+// "... end. elapsed=X s, mem usage=Y GB, avail mem=Z GB.").
+func captureLine(m string) (Event, bool) {
+	g := reCapture.FindStringSubmatch(m)
+	if g == nil {
+		return Event{}, false
+	}
+	val := func(re *regexp.Regexp) string {
+		if v := re.FindStringSubmatch(m); v != nil {
+			return v[1]
+		}
+		return ""
+	}
+	if g[1] == "begin" {
+		return exact(Event{Kind: KindCGBegin, Fields: optFields(nil, "avail_mem", val(reAvailMem))}, m), true
+	}
+	el := val(reElapsed)
+	if el == "" {
+		return Event{}, false
+	}
+	fs := fieldsOf("elapsed", el)
+	if mu, av := val(reMemUsage), val(reAvailMem); mu != "" && av != "" {
+		fs = append(fs, Field{"mem_usage", mu}, Field{"avail_mem", av})
+	}
+	return exact(Event{Kind: KindCGEnd, Fields: fs}, m), true
 }
 
 // withVerbatimPrefix handles "Scheduler hit an exception:" without the space: the canonical
@@ -483,6 +533,12 @@ func bareLine(s string) (Event, bool) {
 	if strings.HasPrefix(s, "The above exception was the direct cause") || strings.HasPrefix(s, "During handling of the above exception") {
 		return Event{Kind: KindTraceback, Text: s}, true
 	}
+	if lib, ok := libraryPrints[s]; ok {
+		return foreign(lib, s), true
+	}
+	if strings.Contains(s, "it [") && reCountBar.MatchString(s) {
+		return foreign("tqdm", s), true
+	}
 	if strings.IndexByte(s, '%') >= 0 && (strings.Contains(s, "it]") || strings.Contains(s, "it/s]")) {
 		if e, ok := cgBar(s); ok {
 			return e, true
@@ -561,6 +617,9 @@ func exceptionLine(s string) (Event, bool) {
 	}
 	if g := reCUDAOOM.FindStringSubmatch(msg); g != nil {
 		return Event{Kind: KindCUDAOOM, Fields: fieldsOf("amount", g[1], "unit", g[2]), Text: s}, true
+	}
+	if strings.Contains(msg, "CUDA out of memory.") { // the amount is on a line of its own (a reflowed message)
+		return Event{Kind: KindCUDAOOM, Text: s}, true
 	}
 	if g := reHostOOM.FindStringSubmatch(msg); g != nil && exc == "ValueError" {
 		return exact(Event{Kind: KindHostMemError, Fields: fieldsOf("requested_gb", g[1], "free_gb", g[2])}, s), true

@@ -67,6 +67,7 @@ const (
 	KindNCCLError       // [exc] (e.g. RuntimeError); Text: what follows "NCCL error: "
 	KindKilled          // -
 	KindForeign         // source (glog, c10d, gloo, pywarn, vllm, ...); Text: the line verbatim
+	KindInfo            // msg (the message's id, see infoMessages); Text: the message as printed
 
 	numKinds
 )
@@ -80,7 +81,7 @@ var kindNames = [numKinds]string{
 	"uvicorn_shutdown", "access", "deprecated", "freeze_gc", "ready", "prefill", "decode",
 	"health_failed", "scheduler_exception", "traceback_start", "traceback", "exception",
 	"sigquit_child", "sigquit_received", "subprocess_crash", "rank_dead", "exit_code", "watchdog",
-	"cuda_oom", "init_failed", "errno98", "nccl_error", "killed", "foreign",
+	"cuda_oom", "init_failed", "errno98", "nccl_error", "killed", "foreign", "info",
 }
 
 func (k Kind) String() string {

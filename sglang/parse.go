@@ -17,6 +17,7 @@ type Parser struct {
 	last      time.Time // last effective time (header, or wrapper stamp before any header)
 	sawHeader bool
 	inBlock   bool
+	warnOpen  bool // the last line was a Python warning: an indented line after it is its source line
 	block     int
 	blockRank []Rank
 	out       []Line
@@ -153,6 +154,7 @@ func (p *Parser) classify(l *Line, text string) {
 		l.Event = e
 		p.last = t
 		p.sawHeader = true
+		p.warnOpen = false
 		switch e.Kind {
 		case KindSchedulerExc, KindTracebackStart:
 			p.openBlock(h.ranks)
@@ -164,6 +166,10 @@ func (p *Parser) classify(l *Line, text string) {
 	}
 	e := classifyMessage(text, false)
 	p.inherit(l, wrapTime)
+	if e.Kind == KindUnknown && p.warnOpen && (text[0] == ' ' || text[0] == '\t') {
+		e = foreign("pywarn", text) // warnings.showwarning prints the offending source line indented
+	}
+	p.warnOpen = e.Kind == KindLaunchWarning || e.Kind == KindForeign && e.Fields[0].Value == "pywarn" && text[0] != ' ' && text[0] != '\t'
 	switch e.Kind {
 	case KindTracebackStart:
 		if !p.inBlock { // inside a block it is a chained exception (TB4): same block
@@ -183,7 +189,11 @@ func (p *Parser) classify(l *Line, text string) {
 			e.Kind = KindTraceback
 			p.openBlock(nil)
 		}
-	case KindException, KindCUDAOOM, KindHostMemError, KindNCCLError, KindBlank:
+	case KindException, KindCUDAOOM, KindHostMemError, KindNCCLError:
+		if !p.inBlock { // an excerpt that starts at the exception: the lines after it continue its message
+			p.openBlock(nil)
+		}
+	case KindBlank:
 	default:
 		p.inBlock = false
 	}

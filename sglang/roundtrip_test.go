@@ -128,6 +128,9 @@ func genEvent(r *rand.Rand, p Profile, k Kind) (e Event, headless bool) {
 		return NCCLError("unhandled system error"), true
 	case KindKilled:
 		return Killed(), true
+	case KindInfo:
+		e, _ := knownInfo(fmt.Sprintf("Registering %d cuda graph addresses", r.IntN(9999)))
+		return e, false
 	case KindForeign:
 		return foreign("glog", fmt.Sprintf("W0412 07:33:05.218000 %d torch/utils/cpp_extension.py:2356] arch list not set", r.IntN(9999))), true
 	}

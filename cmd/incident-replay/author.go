@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/incident-replay/incident-replay/scenarios"
 	"github.com/spf13/cobra"
@@ -19,8 +20,9 @@ func init() { register(newAuthorCmd) }
 func newAuthorCmd() *cobra.Command {
 	var out, rulesFile, name string
 	var check bool
+	var duration time.Duration
 	cmd := &cobra.Command{
-		Use:   "author LOG [-o scenario.yaml] [--check] [--redact-rules FILE] [--name NAME]",
+		Use:   "author LOG [-o scenario.yaml] [--check] [--redact-rules FILE] [--name NAME] [--duration D]",
 		Short: "Write a scenario from a captured SGLang log (redacted), optionally replaying it to check",
 		Long: `Reads a captured SGLang server log (any variant: docker compose / Docker Desktop / Loki /
 parent-logger / Dynamo wrappers, glued or carriage-return progress bars, CRLF, time-only headers,
@@ -40,18 +42,23 @@ groups and {n} is a stable pseudonym number (the order in which the rule first s
 the group named "key", or of the whole match); a value fully matching keep is left alone. The
 same input and rules always give the same output.
 
+A log without any timestamp is authored in file order: its lines are placed 100ms apart, or spread
+evenly over --duration D (timeline.recorded.spacing); the report says so.
+
 --check replays the written scenario (load, compile, render the timeline as a run prints it,
 parse) and compares it with the input by line kind and order, and by phase durations (within 1%);
 it prints the first differences and exits 1 on a mismatch.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runAuthor(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, rulesFile, name, check)
+			opts := scenarios.AuthorOptions{Name: name, Duration: duration}
+			return runAuthor(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, rulesFile, opts, check)
 		},
 	}
 	cmd.Flags().StringVarP(&out, "output", "o", "-", `scenario file to write ("-" for stdout)`)
 	cmd.Flags().StringVar(&rulesFile, "redact-rules", "", "YAML list of redaction rules overlaid on the defaults")
 	cmd.Flags().StringVar(&name, "name", "", "scenario name (default: from the log's file name)")
 	cmd.Flags().BoolVar(&check, "check", false, "replay the authored scenario and diff it against the log")
+	cmd.Flags().DurationVar(&duration, "duration", 0, "how long a log without timestamps lasted: its lines are spread over it (default 100ms apart)")
 	return cmd
 }
 
@@ -67,7 +74,7 @@ func rulesHelp(rules []scenarios.RedactRule) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func runAuthor(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, logPath, out, rulesFile, name string, check bool) error {
+func runAuthor(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, logPath, out, rulesFile string, opts scenarios.AuthorOptions, check bool) error {
 	var data []byte
 	var err error
 	if logPath == "-" {
@@ -93,11 +100,12 @@ func runAuthor(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, l
 	source := filepath.Base(logPath)
 	if logPath == "-" {
 		source = "stdin"
-		if name == "" && out != "-" {
-			name = strings.TrimSuffix(filepath.Base(out), filepath.Ext(out))
+		if opts.Name == "" && out != "-" {
+			opts.Name = strings.TrimSuffix(filepath.Base(out), filepath.Ext(out))
 		}
 	}
-	a, err := scenarios.Author(ctx, bytes.NewReader(data), scenarios.AuthorOptions{Name: name, Source: source, Rules: rules})
+	opts.Source, opts.Rules = source, rules
+	a, err := scenarios.Author(ctx, bytes.NewReader(data), opts)
 	if err != nil {
 		return err
 	}
