@@ -76,6 +76,7 @@ type Clock struct {
 	clients   map[string]*clientConn // Go clients' connections by local address (see DialContext)
 	partSeq   uint64
 	onAdvance []func(time.Time)
+	published time.Time // the last time shown to onAdvance followers
 	jumps     uint64
 	closed    bool
 
@@ -87,7 +88,7 @@ type Clock struct {
 
 // New returns a clock reading start, with its driver running. Close stops it.
 func New(start time.Time, opts Options) *Clock {
-	c := &Clock{opts: opts.withDefaults(), now: start, parts: map[uint64]Participant{},
+	c := &Clock{opts: opts.withDefaults(), now: start, published: start, parts: map[uint64]Participant{},
 		listeners: map[string]bool{}, clients: map[string]*clientConn{},
 		kick: make(chan struct{}, 1), doneCh: make(chan struct{})}
 	c.wg.Add(1)
@@ -145,8 +146,9 @@ func (c *Clock) Attach(p Participant) (detach func()) {
 	}
 }
 
-// OnAdvance registers f to be called with the new time after every jump, before any timer
-// due then fires (a shared time page for other processes follows the clock this way).
+// OnAdvance registers f to be called with the time after every jump, once every Go timer
+// due then has fired and the run is quiet again (a shared time page for other processes
+// follows the clock this way; those processes then act on that instant last).
 func (c *Clock) OnAdvance(f func(now time.Time)) {
 	c.mu.Lock()
 	c.onAdvance = append(c.onAdvance, f)

@@ -127,45 +127,50 @@ func (c *Clock) participantsIdle() (next time.Time, idle bool) {
 	return next, true
 }
 
-// advance moves time to the earliest of the next timer and next (a participant's deadline)
-// and fires everything due then, unless anything happened since the driver saw act. It
-// reports whether there was anything to move to.
+// advance takes one step, unless anything happened since the driver saw act: it fires the
+// first Go timer due now (one per step, in arming order, so that two things due at one
+// instant happen one after the other, each once the run is quiet again: a probe's 1 s
+// timeout and a 1 s health check never race), or, once none is due now, shows followers
+// (other processes' view of the clock) the current time, or moves time to the earliest of
+// the next timer and next (a participant's deadline). It reports whether there was anything
+// to do.
 func (c *Clock) advance(act uint64, next time.Time) bool {
 	c.mu.Lock()
 	if c.closed || c.busy > 0 || c.act.Load() != act {
 		c.mu.Unlock()
 		return true // look again
 	}
+	if len(c.timers) > 0 && !c.timers[0].due.After(c.now) {
+		t := heap.Pop(&c.timers).(*timer)
+		f := c.fireLocked(t, time.Now())
+		c.mu.Unlock()
+		c.runFunc(f)
+		c.touch()
+		return true
+	}
+	if c.published.Before(c.now) {
+		now := c.now
+		c.published = now
+		follow := c.onAdvance
+		c.mu.Unlock()
+		for _, f := range follow {
+			f(now)
+		}
+		c.touch()
+		return true
+	}
 	if len(c.timers) > 0 && (next.IsZero() || c.timers[0].due.Before(next)) {
 		next = c.timers[0].due
 	}
-	if next.IsZero() {
+	if next.IsZero() || !next.After(c.now) {
+		// Nothing is due, or a participant waits for an instant already shown to it (it
+		// has not noticed yet): wait for it.
 		c.mu.Unlock()
 		return false
 	}
-	if next.After(c.now) {
-		c.now = next
-		c.jumps++
-	}
-	now := c.now
-	follow := c.onAdvance
+	c.now = next
+	c.jumps++
 	c.mu.Unlock()
-	// Followers (other processes' view of the clock) see the new time before any Go timer
-	// due then fires, so both sides start working from the same instant.
-	for _, f := range follow {
-		f(now)
-	}
-	c.mu.Lock()
-	wall := time.Now()
-	var fns []func()
-	for len(c.timers) > 0 && !c.timers[0].due.After(c.now) {
-		t := heap.Pop(&c.timers).(*timer)
-		if f := c.fireLocked(t, wall); f != nil {
-			fns = append(fns, f)
-		}
-	}
-	c.mu.Unlock()
-	c.runFuncs(fns)
 	c.touch()
 	return true
 }
