@@ -322,6 +322,13 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 		still int // consecutive scans that saw the group do nothing
 	)
 	deadline := r.clock.Now().Add(time.Duration(MaxExtension * float64(r.limit)))
+	// stopHung kills a tool that will not return and records when.
+	stopHung := func() Claim {
+		killGroup()
+		<-exited
+		recorded()
+		return Claim{Outcome: NoClaim, At: r.clock.Now(), ExitCode: -1}
+	}
 wait:
 	for {
 		select {
@@ -331,11 +338,7 @@ wait:
 			claim.ExitCode = cmd.ProcessState.ExitCode()
 			break wait
 		case <-wallCap: // busy without ever waiting: virtual time cannot reach the limit
-			killGroup()
-			<-exited
-			recorded()
-			claim = Claim{Outcome: NoClaim, At: r.clock.Now(), ExitCode: -1}
-			hung = true
+			claim, hung = stopHung(), true
 			break wait
 		case <-limit.Chan():
 			now := scanGroup(pgid)
@@ -351,11 +354,7 @@ wait:
 				limit.Reset(min(max(r.tool.Interval*4, 30*time.Second), r.limit/4))
 				continue
 			}
-			killGroup()
-			<-exited
-			recorded()
-			claim = Claim{Outcome: NoClaim, At: r.clock.Now(), ExitCode: -1}
-			hung = true
+			claim, hung = stopHung(), true
 			break wait
 		case <-ctx.Done():
 			killGroup()

@@ -7,9 +7,7 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/vtime"
@@ -67,7 +65,7 @@ func (p *shellParticipant) Idle() (bool, time.Time) {
 	if !p.recorded.Load() && !alive(p.leader) {
 		return false, time.Time{} // its exit is work the harness has not seen yet
 	}
-	if unreadBytes(p.out) > 0 {
+	if vtime.Unread(p.out) > 0 {
 		return false, time.Time{}
 	}
 	return p.g.Idle()
@@ -81,19 +79,6 @@ func alive(pid int) bool {
 	}
 	i := bytes.LastIndexByte(b, ')')
 	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
-}
-
-// unreadBytes is what a pipe holds for its reader (FIONREAD).
-func unreadBytes(f *os.File) int {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return 0
-	}
-	var n int32
-	_ = rc.Control(func(fd uintptr) {
-		_, _, _ = syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&n)))
-	})
-	return int(n)
 }
 
 // virtualWallLimit bounds a shell tool on virtual time in wall time: a tool that busy-loops

@@ -252,12 +252,18 @@ func backlog(ln net.Listener) int {
 	return int(info.Unacked)
 }
 
-// unread is the bytes waiting in a connection's receive queue (SIOCINQ, which is TIOCINQ).
+// unread is the bytes waiting in a connection's receive queue, 0 when that cannot be read.
 func unread(nc net.Conn) int {
 	sc, ok := nc.(syscall.Conn)
 	if !ok {
 		return 0
 	}
+	return Unread(sc)
+}
+
+// Unread is the bytes waiting to be read from a socket or pipe (SIOCINQ, which is FIONREAD
+// and TIOCINQ), 0 when that cannot be read.
+func Unread(sc syscall.Conn) int {
 	rc, err := sc.SyscallConn()
 	if err != nil {
 		return 0

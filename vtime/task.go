@@ -70,14 +70,7 @@ func (t *Task) Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 	if t.c == nil {
-		tm := t.plain.NewTimer(d)
-		defer tm.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tm.Chan():
-			return nil
-		}
+		return timerSleep(ctx, t.plain, d)
 	}
 	_, err := t.Wait(ctx, t.c.Now().Add(d))
 	return err
@@ -324,6 +317,11 @@ func Sleep(ctx context.Context, clock clockwork.Clock, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
+	return timerSleep(ctx, clock, d)
+}
+
+// timerSleep waits d (> 0) on one of clock's timers, or until ctx ends.
+func timerSleep(ctx context.Context, clock clockwork.Clock, d time.Duration) error {
 	tm := clock.NewTimer(d)
 	defer tm.Stop()
 	select {
