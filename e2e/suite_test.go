@@ -49,7 +49,7 @@ func repoRoot() string {
 }
 
 var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
-	// Ryuk cannot be pulled and traffic must stay on loopback (go-stack.md §1.1, §1.6).
+	// Ryuk cannot be pulled and traffic must stay on loopback.
 	for k, v := range map[string]string{"TESTCONTAINERS_RYUK_DISABLED": "true", "TESTCONTAINERS_HOST_OVERRIDE": "127.0.0.1"} {
 		if os.Getenv(k) == "" {
 			Expect(os.Setenv(k, v)).To(Succeed())

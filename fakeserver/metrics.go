@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// metrics are the sglang:* series SGLang exports with --enable-metrics (sglang-server.md §7),
+// metrics are the sglang:* series SGLang exports with --enable-metrics,
 // labelled like TP0's: model_name, engine_type, tp_rank, pp_rank.
 type metrics struct {
 	handler   http.Handler

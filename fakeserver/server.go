@@ -488,7 +488,7 @@ func (s *Server) bindFailedLocked(at time.Duration) {
 }
 
 // warmup: the model-info poll, the warmup generate with its prefill line, era C freeze_gc,
-// then "fired up" and status Up (sglang-server.md §1, §3.2).
+// then "fired up" and status Up.
 func (s *Server) warmupPoll(at time.Duration) {
 	if s.phase != phaseStarting {
 		return

@@ -5,7 +5,7 @@ type Architecture string
 
 // Architectures the harness distinguishes. Decisions key on the compute capability, not on
 // NVML's DEVICE_ARCH value: whether RTX 50xx / RTX PRO parts report DEVICE_ARCH_BLACKWELL is
-// unverified (go-stack.md §4.3), while the CC table is NVIDIA's own.
+// unverified, while the CC table is NVIDIA's own.
 const (
 	ArchUnknown   Architecture = "Unknown"
 	ArchKepler    Architecture = "Kepler"
@@ -21,7 +21,7 @@ const (
 )
 
 // Architecture maps a compute capability to its generation, per NVIDIA's CUDA GPU table
-// (developer.nvidia.com/cuda-gpus; go-stack.md §4.5): Blackwell is 10.x (B200 10.0, B300 10.3),
+// (developer.nvidia.com/cuda-gpus): Blackwell is 10.x (B200 10.0, B300 10.3),
 // 11.0 (Jetson Thor) and 12.x (RTX PRO 6000 / RTX 50xx 12.0, GB10 12.1); Hopper 9.0;
 // Ada 8.9; Ampere 8.0/8.6/8.7; Turing 7.5; Volta 7.0/7.2.
 func (c ComputeCapability) Architecture() Architecture {

@@ -18,7 +18,7 @@ import (
 )
 
 // rtxPro6000 is the founding host's card. 97887 MiB is what nvidia-smi shows for the
-// RTX PRO 6000 Blackwell (sold as 96 GB); CC 12.0 per NVIDIA's table (go-stack.md §4.5).
+// RTX PRO 6000 Blackwell (sold as 96 GB); CC 12.0 per NVIDIA's table.
 var rtxPro6000 = gpus.Config{
 	Name:         "NVIDIA RTX PRO 6000 Blackwell Server Edition",
 	Architecture: nvml.DEVICE_ARCH_BLACKWELL,

@@ -28,7 +28,7 @@ const FoundingLoop2 = `for i in $(seq 1 60); do
   sleep 10
 done`
 
-// popenWaiter re-types SGLang's popen_launch_server health wait (readiness-tools.md §2.9):
+// popenWaiter re-types SGLang's popen_launch_server health wait:
 // poll the process, GET /health_generate with a Bearer header and timeout=5, success only on
 // 200, swallow request errors, poll again, sleep 10; 600 s limit. The process handle is the
 // PID (os.kill(pid, 0) stands in for proc.poll()).
@@ -62,7 +62,7 @@ while time.perf_counter() - start < timeout:
 raise TimeoutError("Server failed to start within the timeout period.")
 PY`
 
-// vllmWaiter re-types vLLM's RemoteOpenAIServer._wait_for_server (readiness-tools.md §2.9):
+// vllmWaiter re-types vLLM's RemoteOpenAIServer._wait_for_server:
 // GET with no timeout; a 200 ends it; only an exception sleeps 0.5 s, checks the process
 // (a non-zero exit) and the deadline, so a non-200 answer spins without either (P17).
 const vllmWaiter = `python3 - '{{.URL}}/health' '{{.PID}}' <<'PY'

@@ -10,7 +10,7 @@ import (
 )
 
 // expectYAML holds what each built-in tool must conclude on each catalogue scenario: the
-// failures the tools really have (readiness-tools.md §5.2's predicted outcomes, the founding
+// failures the tools really have (the outcomes predicted for each pitfall, the founding
 // incidents), pinned so a regression in the fake server or a tool model shows up as a
 // mismatch. must-pass tools are held to the scenario's own expect block instead.
 //

@@ -21,7 +21,7 @@ import (
 // run for real: the Kubernetes kubelet, Docker/compose health checks and testcontainers-go wait
 // strategies all have real-time internals (a hard-coded 1 s client timeout, a 100 ms poll) that
 // faketime cannot reach, and running them at S=1 would make the matrix take hours. Each model
-// follows the rules in readiness-tools.md §2.5, §2.6 and §2.8.
+// follows the documented rules of the tool it models.
 
 var (
 	probeTransport = &http.Transport{Proxy: nil, DisableKeepAlives: true,

@@ -142,7 +142,7 @@ type shellRun struct {
 }
 
 // proxyVars are dropped from a tool's environment: curl and Python route loopback through a
-// proxy (readiness-tools.md P11), which would make verdicts depend on the operator's shell.
+// proxy, which would make verdicts depend on the operator's shell.
 var proxyVars = []string{"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"}
 
 // toolEnv is the environment shell tools run with: the harness's own minus proxy variables,

@@ -14,7 +14,7 @@ import (
 // result compare directly.
 type Verdict = scenarios.Verdict
 
-// Verdict classes (ARCHITECTURE.md, "Verdicts").
+// Verdict classes.
 const (
 	ReadyOK     = scenarios.ReadyOK
 	ReadyLate   = scenarios.ReadyLate

@@ -5,7 +5,7 @@ import "github.com/incident-replay/incident-replay/sglang"
 // Phase is where in startup the server is, as far as llmwait can tell.
 type Phase uint8
 
-// Startup phases in the order SGLang goes through them (sglang-server.md §1, §3.2).
+// Startup phases in the order SGLang goes through them.
 const (
 	PhaseStarting  Phase = iota // spawned; nothing recognisable logged yet
 	PhaseDistInit               // torch distributed init

@@ -12,7 +12,7 @@ import (
 // harness, a shell script) can tell "the server died" from "we gave up" without parsing text.
 type Code int
 
-// Exit codes (readiness-tools.md §6.8). 124 matches coreutils timeout and wait4x.
+// Exit codes. 124 matches coreutils timeout and wait4x.
 const (
 	CodeReady      Code = 0
 	CodeInternal   Code = 1

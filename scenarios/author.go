@@ -137,7 +137,7 @@ func phaseOf(k sglang.Kind) string {
 	return ""
 }
 
-// failureKind reports the kinds that are a failure signature (sglang-server.md §5).
+// failureKind reports the kinds that are a failure signature.
 func failureKind(k sglang.Kind) bool {
 	switch k {
 	case sglang.KindHostMemError, sglang.KindSchedulerExc, sglang.KindTracebackStart, sglang.KindException,
@@ -567,7 +567,7 @@ type hostDraft struct {
 	HostRAMGB   float64
 }
 
-// warmupRoutes are the server's own warmup requests (sglang-server.md §3.2), not probes.
+// warmupRoutes are the server's own warmup requests, not probes.
 var warmupRoutes = map[string]bool{"GET /get_model_info": true, "GET /model_info": true, "POST /generate": true, "POST /freeze_gc": true}
 
 // probePatterns groups access lines by client address and route. The server's own warmup

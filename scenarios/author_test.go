@@ -123,7 +123,7 @@ func TestAuthorDeterministic(t *testing.T) {
 	}
 }
 
-// TestAuthorVariants: hand-made logs in each variant family of log-variants.md author into
+// TestAuthorVariants: hand-made logs in each known variant family of real logs author into
 // valid scenarios, and whatever could not be parsed is reported with its line number.
 func TestAuthorVariants(t *testing.T) {
 	cases := []struct {

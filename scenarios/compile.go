@@ -350,7 +350,7 @@ func (b *builder) captureFailure(end Ending, host gpu.Host) {
 		last = sglang.CUDAOOM("Exception", "Capture cuda graph failed: ", 672, end.Rank, host.GPUMemoryGB, 200.75)
 	}
 	b.traceback(end.Rank, frames, last)
-	// CUDA_GRAPH_CAPTURE_FAILED_MSG (cuda_graph_runner.py, sglang-server.md §5.2).
+	// CUDA_GRAPH_CAPTURE_FAILED_MSG (cuda_graph_runner.py).
 	for _, l := range []string{"Possible solutions:",
 		"1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)",
 		"2. set --cuda-graph-max-bs to a smaller value (e.g., 16)",

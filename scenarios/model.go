@@ -108,7 +108,7 @@ type Ending struct {
 }
 
 // Defaults, each with its source. Phase numbers are from the single-GPU real log in
-// sglang-server.md §3.2 unless noted.
+// a single-GPU SGLang startup log unless noted.
 const (
 	DefaultBoot           = 4 * time.Second         // estimate: python imports + spawn before the first scheduler line
 	DefaultDistInit       = 2 * time.Second         // estimate

@@ -149,7 +149,7 @@ type Expect struct {
 	Verdict  Verdict `yaml:"verdict" json:"verdict"`
 }
 
-// Verdict is the class of a readiness tool's claim against the ground truth (ARCHITECTURE.md).
+// Verdict is the class of a readiness tool's claim against the ground truth.
 type Verdict string
 
 // Verdict classes.
@@ -163,7 +163,7 @@ const (
 	Hung        Verdict = "hung"         // did not return before the harness limit
 )
 
-// Verdicts lists every class in the order of ARCHITECTURE.md.
+// Verdicts lists every class from the best outcome to the worst.
 func Verdicts() []Verdict {
 	return []Verdict{ReadyOK, ReadyLate, FalseReady, MissedReady, FailedFast, FailedSlow, Hung}
 }

@@ -80,7 +80,7 @@ type ServerArgs struct {
 	EnableMetricsAllTP bool
 }
 
-// DefaultServerArgs returns SGLang's defaults (sglang-server.md §6) with no model path.
+// DefaultServerArgs returns SGLang's defaults with no model path.
 func DefaultServerArgs() ServerArgs {
 	return ServerArgs{
 		Host: "127.0.0.1", Port: 30000,

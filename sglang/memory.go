@@ -8,8 +8,8 @@ import (
 // The memory model: how much GPU memory the KV pool gets and how much pinned host memory the
 // hierarchical cache (HiCache) asks for, per rank, and whether the host can give it. Pure
 // functions over plain byte counts, so scenarios, the fake server and llmwait's preflight all
-// price a launch the same way. Source: sglang-server.md §4 (memory_pool_host.py
-// HostKVCache.__init__, model_runner.profile_max_num_token) unless noted.
+// price a launch the same way. Source: SGLang's memory_pool_host.py
+// (HostKVCache.__init__, model_runner.profile_max_num_token) unless noted.
 
 // Byte units as SGLang uses them: flags and log lines count decimal GB, the reserve is GiB.
 const (

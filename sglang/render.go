@@ -88,7 +88,7 @@ var verbatimKinds = [numKinds]bool{
 	KindErrno98: true, KindKilled: true,
 }
 
-// Canonical message texts (facts about SGLang's output, see sglang-server.md §3 and §5).
+// Canonical message texts (facts about SGLang's output).
 const (
 	msgDistInitBegin = "Init torch distributed begin."
 	msgDistInitEnd   = "Init torch distributed ends. mem usage="
