@@ -364,15 +364,7 @@ func TestAuthorLateReadyLineValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Load("late-ready.yaml", a.YAML)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := Compile(s, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Expect.Check(c.Predict()); err != nil {
+	if err := checkAuthored(t, "late-ready.yaml", a.YAML); err != nil {
 		t.Fatalf("authored expect block and compiled timeline disagree: %v", err)
 	}
 }
@@ -454,4 +446,19 @@ func TestAuthorInvalidUTF8(t *testing.T) {
 	if !slices.ContainsFunc(a.Report.Notes, func(n string) bool { return strings.Contains(n, "U+FFFD") }) {
 		t.Errorf("no note about the replaced bytes: %q", a.Report.Notes)
 	}
+}
+
+// checkAuthored loads and compiles an authored scenario and returns what validate would say
+// of its expect block against the compiled prediction.
+func checkAuthored(t *testing.T, name string, yaml []byte) error {
+	t.Helper()
+	s, err := Load(name, yaml)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(s, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.Expect.Check(c.Predict())
 }

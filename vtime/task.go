@@ -14,7 +14,7 @@ import (
 // wakes it, so no jump can slip in between a wake-up and the work it starts.
 //
 // On any clock other than a *Clock a Task is plain: its waits use that clock's timers. End,
-// Park, Wake, Idle and Notify do nothing on a nil Task.
+// Wake, Idle and Notify do nothing on a nil Task.
 type Task struct {
 	c     *Clock          // nil: plain
 	plain clockwork.Clock // the clock of a plain task
