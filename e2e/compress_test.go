@@ -12,8 +12,8 @@ import (
 	"github.com/incident-replay/incident-replay/scenarios"
 )
 
-// Time compression must not change verdicts: each pair runs at S=60 and at S=1 (real time,
-// so only short scenarios qualify) and must reach the same, pinned verdict. The pairs cover
+// Virtual time must not change verdicts: each pair runs on virtual time and at S=1 (real
+// time, so only short scenarios qualify) and must reach the same, pinned verdict. The pairs cover
 // shell tools under faketime (curl, a python3 waiter), Go models on the clock and llmwait,
 // and a slow-health server (every /health takes >= 1 s).
 var _ = Describe("time compression", Ordered, ContinueOnFailure, Label("inprocess", "slow"), func() {
@@ -47,7 +47,7 @@ var _ = Describe("time compression", Ordered, ContinueOnFailure, Label("inproces
 			Expect(err).NotTo(HaveOccurred())
 			tools, err := harness.SelectTools(harness.Builtins(), []string{p.tool})
 			Expect(err).NotTo(HaveOccurred())
-			for _, speed := range []float64{60, 1} {
+			for _, speed := range []float64{harness.Virtual, 1} {
 				wg.Go(func() {
 					r := harness.Runner{Launcher: harness.InProcess{Dir: GinkgoT().TempDir()}, Faketime: ft, Speed: speed}.Run(ctx, c, tools[0])
 					mu.Lock()
@@ -60,13 +60,13 @@ var _ = Describe("time compression", Ordered, ContinueOnFailure, Label("inproces
 	}, NodeTimeout(5*time.Minute))
 
 	for _, p := range pairs {
-		It(fmt.Sprintf("%s x %s: the same verdict at S=60 and S=1", p.scenario, p.tool), func() {
-			fast, slow := results[key{p.scenario, p.tool, 60}], results[key{p.scenario, p.tool, 1}]
+		It(fmt.Sprintf("%s x %s: the same verdict on virtual time and at S=1", p.scenario, p.tool), func() {
+			fast, slow := results[key{p.scenario, p.tool, harness.Virtual}], results[key{p.scenario, p.tool, 1}]
 			Expect(fast.Err).NotTo(HaveOccurred())
 			Expect(slow.Err).NotTo(HaveOccurred())
-			Expect(fast.Verdict).To(Equal(slow.Verdict), "S=60: %s (%s); S=1: %s (%s)", fast.Verdict, fast.Reason, slow.Verdict, slow.Reason)
+			Expect(fast.Verdict).To(Equal(slow.Verdict), "virtual: %s (%s); S=1: %s (%s)", fast.Verdict, fast.Reason, slow.Verdict, slow.Reason)
 			Expect(slow.Verdict).To(Equal(p.want), slow.Reason)
-			AddReportEntry(p.scenario+" x "+p.tool, fmt.Sprintf("S=60 %s after %s in %s wall; S=1 %s after %s in %s wall",
+			AddReportEntry(p.scenario+" x "+p.tool, fmt.Sprintf("virtual %s after %s in %s wall; S=1 %s after %s in %s wall",
 				fast.Verdict, fast.ClaimAfter().Round(time.Second), fast.Wall.Round(time.Millisecond),
 				slow.Verdict, slow.ClaimAfter().Round(time.Second), slow.Wall.Round(time.Millisecond)))
 		})
