@@ -15,17 +15,22 @@ type Group struct {
 	p    *Page
 	pgid int
 
-	mu      sync.Mutex
-	procFd  int
-	loadFd  int
-	lastPid int // /proc/loadavg's newest pid when scan last read /proc
-	gen     uint32
-	members map[int]*member
-	others  map[int]uint32 // pids seen outside the group, with the scan that saw them
-	tids    map[int]*task
-	buf     []byte
-	dirbuf  []byte
-	reclaim time.Time
+	mu     sync.Mutex
+	procFd int
+	loadFd int
+	cursor int  // /proc/loadavg's newest pid when the caches below were brought up to date
+	rescan bool // read /proc on the next scan: a member exited, its children may be orphans
+	// noChildren: the kernel keeps no /proc/PID/task/TID/children, so every scan reads /proc
+	noChildren bool
+	gen        uint32
+	members    map[int]*member
+	others     map[int]uint32   // pids seen outside the group, with the scan that saw them
+	outside    map[int]struct{} // registered threads seen outside the group
+	tids       map[int]*task
+	kids       []int
+	buf        []byte
+	dirbuf     []byte
+	reclaim    time.Time
 }
 
 type member struct {
@@ -33,16 +38,17 @@ type member struct {
 	taskFd int
 	gen    uint32
 	tasks  map[int]*task
+	exited bool // its main thread is a zombie
 }
 
 // task is one thread, with its /proc files kept open: a pread renews them, and fails with
 // ESRCH once the thread is gone, even if its id was reused.
 type task struct {
-	tid             int
-	statFd, schedFd int
-	gen             uint32
-	state           byte
-	runtime, runs   uint64
+	tid                             int
+	statFd, schedFd, childFd, sysFd int // childFd and sysFd are -1 where the kernel refuses them
+	gen                             uint32
+	state                           byte
+	runtime, runs                   uint64
 }
 
 const (
@@ -54,7 +60,7 @@ const (
 // Group returns the process group pgid as a clock participant. A Group is safe for
 // concurrent use; it keeps a few /proc files open per thread until Close.
 func (p *Page) Group(pgid int) *Group {
-	return &Group{p: p, pgid: pgid, procFd: -1, loadFd: -1, members: map[int]*member{}, others: map[int]uint32{},
+	return &Group{p: p, pgid: pgid, procFd: -1, loadFd: -1, members: map[int]*member{}, others: map[int]uint32{}, outside: map[int]struct{}{},
 		tids: map[int]*task{}, buf: make([]byte, 1024), dirbuf: make([]byte, 32<<10)}
 }
 
@@ -91,6 +97,10 @@ func (g *Group) Idle() (idle bool, next time.Time) {
 			continue
 		}
 		if g.tids[tid] == nil {
+			if g.ours(tid) {
+				g.rescan = true // a member no list named: read /proc again
+				return false, time.Time{}
+			}
 			foreign = true
 			continue
 		}
@@ -130,6 +140,9 @@ func (g *Group) refresh(stopAtBusy bool) bool {
 				g.closeTask(m, tid)
 				continue
 			}
+			if tid == pid && t.state == 'Z' && !m.exited {
+				m.exited, g.rescan = true, true
+			}
 			if stopAtBusy && !asleep(t.state) {
 				return false
 			}
@@ -151,12 +164,28 @@ func (g *Group) same(m *member) bool {
 		if t.gen != g.gen {
 			return false // listed before, gone now
 		}
+		if !g.offCPU(t) {
+			return false
+		}
 		state, runtime, runs := t.state, t.runtime, t.runs
 		if !g.readTask(t) || t.state != state || t.runtime != runtime || t.runs != runs {
 			return false
 		}
 	}
 	return true
+}
+
+// offCPU reports whether t, read as asleep, has really left the CPU. A thread shows S as
+// soon as it means to sleep, and goes on running until it is switched out: bash in wait4
+// reaps a child, and forks the next, while /proc says S and its run time stays put (the
+// kernel adds run time at the switch). Reading /proc/TID/syscall waits for the switch, and
+// says "running" when the thread woke instead, so the run time read after it is current.
+func (g *Group) offCPU(t *task) bool {
+	if t.sysFd < 0 || t.state == 'Z' || t.state == 'X' {
+		return true
+	}
+	n, err := syscall.Pread(t.sysFd, g.buf, 0)
+	return err == nil && n > 0 && !bytes.HasPrefix(g.buf[:n], []byte("running"))
 }
 
 func asleep(state byte) bool {
@@ -207,7 +236,17 @@ func (g *Group) openTask(pid, tid int) *task {
 		syscall.Close(sfd)
 		return nil
 	}
-	return &task{tid: tid, statFd: sfd, schedFd: cfd, state: 'R'}
+	kfd, err := syscall.Open(dir+"/children", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		kfd = -1
+		g.noChildren = g.noChildren || err == syscall.ENOENT
+	}
+	// syscall needs ptrace rights over the thread (a tool is the harness's descendant)
+	yfd, err := syscall.Open(dir+"/syscall", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		yfd = -1
+	}
+	return &task{tid: tid, statFd: sfd, schedFd: cfd, childFd: kfd, sysFd: yfd, state: 'R'}
 }
 
 // readTask renews t's state, run time and run count; false when the thread is gone or
@@ -239,10 +278,12 @@ func (g *Group) readTask(t *task) bool {
 	return true
 }
 
-// scan reads /proc for processes that joined the group (a fork keeps the parent's group)
-// and forgets processes that are gone. It reports whether it found a new member. Reading
-// /proc costs tens of µs, so it is skipped while the newest pid in /proc/loadavg stays
-// the same: then no process (nor thread) was created since the last read.
+// scan finds processes that joined the group and forgets processes that are gone; it
+// reports whether it found a new member. A fork keeps the parent's group, and the child is
+// in its parent thread's children list from the moment it exists, so the members' lists
+// name every new process. A process whose parent leaves is reparented out of those lists,
+// so /proc itself is read again once a member has exited (and every time where the kernel
+// keeps no children lists).
 func (g *Group) scan() (found bool) {
 	if g.procFd < 0 {
 		fd, err := syscall.Open("/proc", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
@@ -253,12 +294,20 @@ func (g *Group) scan() (found bool) {
 		if g.loadFd, err = syscall.Open("/proc/loadavg", syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err != nil {
 			g.loadFd = -1
 		}
+		g.rescan = true
 	}
-	last := g.newestPid()
-	if last > 0 && last == g.lastPid {
-		return false
+	if last := g.newestPid(); last != g.cursor || last <= 0 {
+		g.forgetReused(g.cursor, last)
+		g.cursor = last
 	}
-	g.lastPid = last
+	if g.rescan || g.noChildren {
+		found = g.scanProc()
+	}
+	return g.scanChildren() || found
+}
+
+// scanProc reads /proc for the group's processes.
+func (g *Group) scanProc() (found bool) {
 	if _, err := syscall.Seek(g.procFd, 0, 0); err != nil {
 		return false
 	}
@@ -273,16 +322,10 @@ func (g *Group) scan() (found bool) {
 			g.others[pid] = gen
 			return
 		}
-		if g.pgrpOf(pid) != g.pgid {
-			g.others[pid] = gen
-			return
+		if g.join(pid) {
+			g.members[pid].gen = gen
+			found = true
 		}
-		fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/task", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
-		if err != nil {
-			return
-		}
-		g.members[pid] = &member{pid: pid, taskFd: fd, gen: gen, tasks: map[int]*task{}}
-		found = true
 	})
 	for pid, m := range g.members {
 		if m.gen != gen {
@@ -294,7 +337,95 @@ func (g *Group) scan() (found bool) {
 			delete(g.others, pid)
 		}
 	}
+	g.rescan = false
 	return found
+}
+
+// scanChildren adds the members' children that are in the group.
+func (g *Group) scanChildren() (found bool) {
+	g.kids = g.kids[:0]
+	for _, m := range g.members {
+		for _, t := range m.tasks {
+			if t.childFd >= 0 {
+				g.kids = g.readChildren(t.childFd, g.kids)
+			}
+		}
+	}
+	for _, pid := range g.kids {
+		if g.members[pid] != nil {
+			continue
+		}
+		if _, ok := g.others[pid]; ok {
+			continue
+		}
+		if g.join(pid) {
+			found = true
+		}
+	}
+	return found
+}
+
+// readChildren appends the pids of a children list to kids.
+func (g *Group) readChildren(fd int, kids []int) []int {
+	id, in := 0, false
+	for off := int64(0); ; {
+		n, err := syscall.Pread(fd, g.buf, off)
+		if err != nil || n <= 0 {
+			break
+		}
+		off += int64(n)
+		for _, c := range g.buf[:n] {
+			if c >= '0' && c <= '9' {
+				id, in = id*10+int(c-'0'), true
+			} else if in {
+				kids, id, in = append(kids, id), 0, false
+			}
+		}
+	}
+	if in {
+		kids = append(kids, id)
+	}
+	return kids
+}
+
+// join makes pid a member when it is in the group, and remembers it as outside otherwise.
+func (g *Group) join(pid int) bool {
+	if g.pgrpOf(pid) != g.pgid {
+		g.others[pid] = g.gen
+		return false
+	}
+	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/task", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	g.members[pid] = &member{pid: pid, taskFd: fd, gen: g.gen, tasks: map[int]*task{}}
+	return true
+}
+
+// forgetReused drops what the caches say of the ids handed out since the newest pid was
+// from (pids are allocated cyclically, so those are the ids after from up to to, with
+// wrap-around): each may now be a new process, in the group or not.
+func (g *Group) forgetReused(from, to int) {
+	reused := func(id int) bool {
+		switch {
+		case from <= 0 || to <= 0:
+			return true
+		case from < to:
+			return id > from && id <= to
+		default:
+			return id > from || id <= to
+		}
+	}
+	for id := range g.others {
+		if reused(id) {
+			delete(g.others, id)
+		}
+	}
+	for id := range g.outside {
+		if reused(id) {
+			delete(g.outside, id)
+		}
+	}
 }
 
 // newestPid is the last field of /proc/loadavg; 0 when unknown.
@@ -308,6 +439,19 @@ func (g *Group) newestPid() int {
 	}
 	b := bytes.TrimRight(g.buf[:n], "\n")
 	return max(atoi(b[bytes.LastIndexByte(b, ' ')+1:]), 0)
+}
+
+// ours reports whether thread tid, registered in the page but unknown to the group, is in
+// the group; threads found elsewhere are remembered until their id is handed out again.
+func (g *Group) ours(tid int) bool {
+	if _, ok := g.outside[tid]; ok {
+		return false
+	}
+	if g.pgrpOf(tid) == g.pgid {
+		return true
+	}
+	g.outside[tid] = struct{}{}
+	return false
 }
 
 func (g *Group) pgrpOf(pid int) int {
@@ -364,12 +508,18 @@ func (g *Group) drop(pid int) {
 	}
 	syscall.Close(m.taskFd)
 	delete(g.members, pid)
+	g.rescan = true
 }
 
 func (g *Group) closeTask(m *member, tid int) {
 	t := m.tasks[tid]
 	syscall.Close(t.statFd)
 	syscall.Close(t.schedFd)
+	for _, fd := range []int{t.childFd, t.sysFd} {
+		if fd >= 0 {
+			syscall.Close(fd)
+		}
+	}
 	delete(m.tasks, tid)
 	if g.tids[tid] == t {
 		delete(g.tids, tid)
