@@ -110,43 +110,17 @@ type PhaseSpan struct {
 // D is the phase's length.
 func (p PhaseSpan) D() time.Duration { return p.End - p.Start }
 
-// phaseOf maps the line kinds that open a phase. Phases appear in log order; a phase opens at
-// its first marker only, so per-rank copies and later repeats do not reopen it.
+// phaseOf names the phase a line of kind k opens, "failure" for a failure signature. Phases
+// appear in log order; a phase opens at its first marker only, so per-rank copies and later
+// repeats do not reopen it.
 func phaseOf(k sglang.Kind) string {
-	switch k {
-	case sglang.KindServerArgs, sglang.KindLaunchWarning:
-		return "launch"
-	case sglang.KindDistInitBegin:
-		return "dist_init"
-	case sglang.KindLoadBegin, sglang.KindWeightsFormat, sglang.KindShardProgress:
-		return "load"
-	case sglang.KindKVDtype, sglang.KindKVAvailable, sglang.KindKVAlloc:
-		return "kv_cache"
-	case sglang.KindCGBegin, sglang.KindCGBatchSizes, sglang.KindCGProgress:
-		return "cuda_graph"
-	case sglang.KindHiCacheAlloc:
-		return "hicache"
-	case sglang.KindStartupTimings, sglang.KindUvicornStarted, sglang.KindUvicornRunning:
-		return "http"
-	case sglang.KindReady:
-		return "ready"
+	if st := sglang.StageOf(k); st.InPhase && st.Opens {
+		return st.Phase.String()
 	}
-	if failureKind(k) {
+	if sglang.IsFailure(k) {
 		return "failure"
 	}
 	return ""
-}
-
-// failureKind reports the kinds that are a failure signature.
-func failureKind(k sglang.Kind) bool {
-	switch k {
-	case sglang.KindHostMemError, sglang.KindSchedulerExc, sglang.KindTracebackStart, sglang.KindException,
-		sglang.KindCUDAOOM, sglang.KindNCCLError, sglang.KindErrno98, sglang.KindWatchdog, sglang.KindRankDead,
-		sglang.KindKilled, sglang.KindSubprocessCrash, sglang.KindSigquitChild, sglang.KindSigquitReceived,
-		sglang.KindInitFailed, sglang.KindHealthFailed:
-		return true
-	}
-	return false
 }
 
 // KindAt is one log line's kind at its offset in a timeline.
@@ -166,9 +140,8 @@ func KindsOf(tl replay.Timeline) []KindAt {
 	return out
 }
 
-// LogPhases cuts a log into its startup phases (launch, dist_init, load, kv_cache, cuda_graph,
-// hicache, http, ready, failure), each from its first line to the next phase's first line.
-// Lines before the first marker belong to a "preamble" phase.
+// LogPhases cuts a log into its startup phases (sglang.Phases, then failure), each from its
+// first line to the next phase's first line. Lines before the first marker belong to a "preamble" phase.
 func LogPhases(lines []KindAt) []PhaseSpan {
 	var out []PhaseSpan
 	seen := map[string]bool{}

@@ -28,7 +28,7 @@ func failureEnding(c *Compiled) (string, []faultDraft) {
 			if k == sglang.KindReady && failLine < 0 {
 				ready = true
 			}
-			if failureKind(k) && failLine < 0 && k != sglang.KindHealthFailed {
+			if sglang.IsFailure(k) && failLine < 0 && k != sglang.KindHealthFailed {
 				failLine = i
 			}
 		}

@@ -74,9 +74,7 @@ func startsServing(lines []sglang.Line) bool {
 		switch k := l.Event.Kind; {
 		case k == sglang.KindAccess:
 			return true
-		case k == sglang.KindUvicornStarted || k == sglang.KindUvicornRunning || k == sglang.KindUvicornWaiting || k == sglang.KindUvicornComplete:
-			return false
-		case phaseOf(k) != "" && phaseOf(k) != "failure":
+		case sglang.StageOf(k).InPhase:
 			return false
 		}
 	}
