@@ -380,7 +380,7 @@ func unparsed(orig, lines []sglang.Line) []LineIssue {
 		case (e.Kind == sglang.KindShardProgress || e.Kind == sglang.KindLoadEnd || e.Kind == sglang.KindKVAlloc) && len(e.Fields) == 0:
 			reason = "recognised as " + e.Kind.String() + " but its values could not be read"
 		case e.Kind == sglang.KindServerArgs:
-			if _, err := splitPyRepr(e.Text); err != nil {
+			if _, err := sglang.SplitRepr(e.Text); err != nil {
 				reason = err.Error()
 			}
 		}
@@ -1001,117 +1001,19 @@ func phaseMismatch(want, got []PhaseSpan) string {
 	return ""
 }
 
-// ---- server_args repr ----
-
-// pyItem is one key and its value as printed in a server_args repr.
-type pyItem struct{ Key, Value string }
-
-// splitPyRepr reads the server_args text of either form, the dataclass repr
-// "ServerArgs(model_path='m', tp_size=8, ...)" (eras A/B) or the era-C dict
-// "{'model_path': 'm', 'tp_size': 8, ...}", into its top-level items. Values stay as printed
-// (quotes, lists and nested reprs included). A line cut short (a truncated paste) yields the
-// items before the cut and an error saying where it stopped.
-func splitPyRepr(s string) ([]pyItem, error) {
-	s = strings.TrimSpace(s)
-	var body string
-	dict := false
-	switch {
-	case strings.HasPrefix(s, "{"):
-		dict, body = true, s[1:]
-	case strings.HasPrefix(s, "ServerArgs("):
-		body = s[len("ServerArgs("):]
-	default:
-		return nil, fmt.Errorf("server_args is neither ServerArgs(...) nor {...}: %.40q", s)
-	}
-	var items []pyItem
-	var depth []byte
-	start := 0
-	quote := byte(0)
-	closed := false
-	for i := 0; i < len(body) && !closed; i++ {
-		c := body[i]
-		if quote != 0 {
-			switch c {
-			case '\\':
-				i++
-			case quote:
-				quote = 0
-			}
-			continue
-		}
-		switch c {
-		case '\'', '"':
-			quote = c
-		case '(', '[', '{':
-			depth = append(depth, c)
-		case ')', ']', '}':
-			if len(depth) == 0 {
-				items = appendPyItem(items, body[start:i], dict)
-				closed = true
-				continue
-			}
-			depth = depth[:len(depth)-1]
-		case ',':
-			if len(depth) == 0 {
-				items = appendPyItem(items, body[start:i], dict)
-				start = i + 1
-			}
-		}
-	}
-	if !closed {
-		return items, fmt.Errorf("server_args repr is cut short after %d items (a truncated line?)", len(items))
-	}
-	return items, nil
-}
-
-func appendPyItem(items []pyItem, piece string, dict bool) []pyItem {
-	piece = strings.TrimSpace(piece)
-	if piece == "" {
-		return items
-	}
-	var k, v string
-	var ok bool
-	if dict {
-		k, v, ok = strings.Cut(piece, ":")
-		k = strings.Trim(strings.TrimSpace(k), `'"`)
-	} else {
-		k, v, ok = strings.Cut(piece, "=")
-	}
-	if !ok {
-		return items
-	}
-	return append(items, pyItem{Key: strings.TrimSpace(k), Value: strings.TrimSpace(v)})
-}
-
-// pyString unquotes a Python str repr ('x' or "x"); ok is false for anything else.
-func pyString(v string) (string, bool) {
-	if len(v) < 2 || (v[0] != '\'' && v[0] != '"') || v[len(v)-1] != v[0] {
-		return "", false
-	}
-	inner := v[1 : len(v)-1]
-	var b strings.Builder
-	for i := 0; i < len(inner); i++ {
-		if inner[i] == '\\' && i+1 < len(inner) {
-			i++
-		}
-		b.WriteByte(inner[i])
-	}
-	return b.String(), true
-}
-
 // flagsFromServerArgs turns a server_args repr into launch flags: every item incident-replay
 // models (sglang.ServerArgs) whose value differs from SGLang's default becomes a flag. Items
 // it cannot carry (unmodelled fields, values with spaces, values SGLang's own argument rules
 // reject) are returned as dropped, each with the reason, so the caller can report them.
 func flagsFromServerArgs(text string) (argv []string, dropped []string, err error) {
-	items, err := splitPyRepr(text)
+	items, err := sglang.SplitRepr(text)
 	if len(items) == 0 {
 		if err == nil {
 			err = fmt.Errorf("server_args has no items")
 		}
 		return nil, nil, err
 	}
-	defaults, _ := splitPyRepr(sglang.DefaultServerArgs().Repr(false))
+	defaults, _ := sglang.SplitRepr(sglang.DefaultServerArgs().Repr(false))
 	def := map[string]string{}
 	order := make([]string, 0, len(defaults))
 	for _, d := range defaults {
@@ -1130,7 +1032,7 @@ func flagsFromServerArgs(text string) (argv []string, dropped []string, err erro
 	if unmodelled > 0 {
 		dropped = append(dropped, fmt.Sprintf("%d server_args fields incident-replay does not model (kept in the log line)", unmodelled))
 	}
-	model, ok := pyString(got["model_path"])
+	model, ok := sglang.PyString(got["model_path"])
 	if !ok || model == "" {
 		return nil, dropped, fmt.Errorf("server_args has no model_path string")
 	}
@@ -1154,7 +1056,7 @@ func flagsFromServerArgs(text string) (argv []string, dropped []string, err erro
 				}
 			}
 		default:
-			if s, ok := pyString(v); ok {
+			if s, ok := sglang.PyString(v); ok {
 				v = s
 			}
 			if num, err := strconv.ParseFloat(v, 64); err == nil && !strings.Contains(def[key], ".") && strings.HasSuffix(v, ".0") {

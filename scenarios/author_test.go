@@ -284,26 +284,6 @@ func TestAuthorRejects(t *testing.T) {
 	}
 }
 
-func TestSplitPyRepr(t *testing.T) {
-	cases := []struct {
-		in      string
-		want    string
-		wantErr bool
-	}{
-		{`ServerArgs(model_path='a/b', tp_size=8, cuda_graph_bs=[1, 2, 4], api_key=None)`, `[{model_path 'a/b'} {tp_size 8} {cuda_graph_bs [1, 2, 4]} {api_key None}]`, false},
-		{`{'model_path': 'a,b', 'json': '{"x": 1}', 'tp_size': 2}`, `[{model_path 'a,b'} {json '{"x": 1}'} {tp_size 2}]`, false},
-		{`ServerArgs(model_path='it\'s', x=Foo(a=1, b=2))`, `[{model_path 'it\'s'} {x Foo(a=1, b=2)}]`, false},
-		{`ServerArgs(model_path='a', tp_si`, `[{model_path 'a'}]`, true},
-		{`Namespace(x=1)`, `[]`, true},
-	}
-	for _, tc := range cases {
-		got, err := splitPyRepr(tc.in)
-		if fmt.Sprint(got) != tc.want && !(len(got) == 0 && tc.want == "[]") || (err != nil) != tc.wantErr {
-			t.Errorf("splitPyRepr(%q) = %v, %v; want %s (err %v)", tc.in, got, err, tc.want, tc.wantErr)
-		}
-	}
-}
-
 func TestFlagsFromServerArgs(t *testing.T) {
 	a := sglang.DefaultServerArgs()
 	a.ModelPath = "moonshotai/Kimi-K2.5"

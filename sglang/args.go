@@ -246,8 +246,6 @@ func looksLikeFlag(s string) bool {
 	return err != nil
 }
 
-func pyRepr(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
-
 func (s *argSpec) set(a *ServerArgs, vals []string) error {
 	bad := func(typ, v string) error {
 		return &ArgsError{fmt.Sprintf("argument %s: invalid %s value: %s", s.label(), typ, pyRepr(v))}
@@ -407,76 +405,4 @@ func (a ServerArgs) ServedName() string {
 // URL is the base URL SGLang's own warmup uses: http://host:port, IPv6 hosts bracketed.
 func (a ServerArgs) URL() string {
 	return "http://" + net.JoinHostPort(a.Host, strconv.Itoa(a.Port))
-}
-
-// Repr prints the args the way the server_args= line shows them: a dataclass repr
-// ServerArgs(model_path='...', ...) or, with dict=true (era C), {'model_path': '...', ...}.
-// Only the modelled fields appear, in table order.
-func (a ServerArgs) Repr(dict bool) string {
-	var b strings.Builder
-	if dict {
-		b.WriteByte('{')
-	} else {
-		b.WriteString("ServerArgs(")
-	}
-	for i := range argSpecs {
-		s := &argSpecs[i]
-		key := strings.ReplaceAll(strings.TrimPrefix(s.names[0], "--"), "-", "_")
-		var v string
-		switch p := s.get(&a).(type) {
-		case *string:
-			if *p == "" && key != "model_path" {
-				v = "None"
-			} else {
-				v = pyRepr(*p)
-			}
-		case *int:
-			v = strconv.Itoa(*p)
-		case **int:
-			v = "None"
-			if *p != nil {
-				v = strconv.Itoa(**p)
-			}
-		case *float64:
-			v = pyFloat(*p)
-		case **float64:
-			v = "None"
-			if *p != nil {
-				v = pyFloat(**p)
-			}
-		case *bool:
-			v = pyBool(*p)
-		case *[]int:
-			v = "None"
-			if len(*p) > 0 {
-				s := make([]string, len(*p))
-				for i, n := range *p {
-					s[i] = strconv.Itoa(n)
-				}
-				v = "[" + strings.Join(s, ", ") + "]"
-			}
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if dict {
-			b.WriteString("'" + key + "': " + v)
-		} else {
-			b.WriteString(key + "=" + v)
-		}
-	}
-	if dict {
-		b.WriteByte('}')
-	} else {
-		b.WriteByte(')')
-	}
-	return b.String()
-}
-
-func pyFloat(f float64) string {
-	s := strconv.FormatFloat(f, 'g', -1, 64)
-	if !strings.ContainsAny(s, ".eE") {
-		s += ".0"
-	}
-	return s
 }
