@@ -369,10 +369,7 @@ func (c *Compiled) hicache(b *builder, a sglang.ServerArgs, pool sglang.KVPool, 
 	if err != nil {
 		return true, err
 	}
-	rule := sglang.CheckPerRank
-	if hostCheck == "divided-per-host" {
-		rule = sglang.CheckDividedPerHost
-	}
+	rule, _ := sglang.ParseHostCheckRule(hostCheck) // validated on load
 	chk, err := sglang.CheckHostMemory(sglang.HostCheckInput{Rule: rule, RanksPerHost: a.RanksPerNode(), RequestedPerRank: hp.Bytes,
 		MemAvailable: c.Host.MemAvailableBytes(), CgroupLimit: c.Host.CgroupLimitBytes()})
 	if err != nil {
