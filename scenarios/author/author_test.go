@@ -1,4 +1,4 @@
-package scenarios
+package author
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/incident-replay/incident-replay/replay"
+	. "github.com/incident-replay/incident-replay/scenarios"
 	"github.com/incident-replay/incident-replay/sglang"
 )
 
@@ -58,7 +59,7 @@ func TestAuthorRoundTripCatalogue(t *testing.T) {
 				t.Fatal(err)
 			}
 			log := RenderLog(c.Timeline, c.Profile)
-			a, err := Author(context.Background(), bytes.NewReader(log), AuthorOptions{Name: s.Name, Source: s.Name + ".log"})
+			a, err := FromLog(context.Background(), bytes.NewReader(log), Options{Name: s.Name, Source: s.Name + ".log"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +79,7 @@ func TestAuthorRoundTripCatalogue(t *testing.T) {
 				t.Fatal(m)
 			}
 			// --check's own comparison agrees.
-			res, err := CheckAuthored(log, a.YAML, s.Name+".yaml", 5)
+			res, err := Check(log, a.YAML, s.Name+".yaml", 5)
 			if err != nil || !res.OK() {
 				t.Fatalf("check: %v %+v", err, res)
 			}
@@ -106,15 +107,15 @@ func TestAuthorRoundTripCatalogue(t *testing.T) {
 
 // TestAuthorDeterministic: the same input gives the same file, byte for byte.
 func TestAuthorDeterministic(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "author", "probes-era-c.log"))
+	data, err := os.ReadFile(filepath.Join("testdata", "probes-era-c.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a1, err := Author(context.Background(), bytes.NewReader(data), AuthorOptions{Source: "probes-era-c.log"})
+	a1, err := FromLog(context.Background(), bytes.NewReader(data), Options{Source: "probes-era-c.log"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, err := Author(context.Background(), bytes.NewReader(data), AuthorOptions{Source: "probes-era-c.log"})
+	a2, err := FromLog(context.Background(), bytes.NewReader(data), Options{Source: "probes-era-c.log"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,11 +162,11 @@ func TestAuthorVariants(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", "author", tc.file))
+			data, err := os.ReadFile(filepath.Join("testdata", tc.file))
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := Author(context.Background(), bytes.NewReader(data), AuthorOptions{Source: tc.file})
+			a, err := FromLog(context.Background(), bytes.NewReader(data), Options{Source: tc.file})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -236,15 +237,15 @@ func TestAuthorVariants(t *testing.T) {
 
 // TestCheckAuthoredMismatch: --check finds a replay that departs from the log and says where.
 func TestCheckAuthoredMismatch(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "author", "host-oom-kill.log"))
+	data, err := os.ReadFile(filepath.Join("testdata", "host-oom-kill.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Author(context.Background(), bytes.NewReader(data), AuthorOptions{Source: "host-oom-kill.log"})
+	a, err := FromLog(context.Background(), bytes.NewReader(data), Options{Source: "host-oom-kill.log"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := CheckAuthored(data, a.YAML, "x.yaml", 3)
+	res, err := Check(data, a.YAML, "x.yaml", 3)
 	if err != nil || !res.OK() {
 		t.Fatalf("unchanged log: %v %+v", err, res)
 	}
@@ -252,7 +253,7 @@ func TestCheckAuthoredMismatch(t *testing.T) {
 	lines := strings.Split(string(data), "\n")
 	edited := append(append([]string{}, lines[:2]...), "[2026-02-24 11:18:05] Killed")
 	edited = append(edited, lines[2:len(lines)-4]...)
-	res, err = CheckAuthored([]byte(strings.Join(edited, "\n")), a.YAML, "x.yaml", 3)
+	res, err = Check([]byte(strings.Join(edited, "\n")), a.YAML, "x.yaml", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,16 +268,16 @@ func TestCheckAuthoredMismatch(t *testing.T) {
 func TestAuthorRejects(t *testing.T) {
 	cases := []struct {
 		name, log string
-		opts      AuthorOptions
+		opts      Options
 		want      string
 	}{
-		{"empty", "  \n\n", AuthorOptions{}, "the log is empty"},
-		{"bad name", "[2026-01-01 00:00:00] Init torch distributed begin.\n", AuthorOptions{Name: "Bad_Name"}, "not an id"},
-		{"bad rule", "[2026-01-01 00:00:00] x\n", AuthorOptions{Rules: []RedactRule{{Name: "x", Regex: "("}}}, "bad regex"},
+		{"empty", "  \n\n", Options{}, "the log is empty"},
+		{"bad name", "[2026-01-01 00:00:00] Init torch distributed begin.\n", Options{Name: "Bad_Name"}, "not an id"},
+		{"bad rule", "[2026-01-01 00:00:00] x\n", Options{Rules: []RedactRule{{Name: "x", Regex: "("}}}, "bad regex"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Author(context.Background(), strings.NewReader(tc.log), tc.opts)
+			_, err := FromLog(context.Background(), strings.NewReader(tc.log), tc.opts)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want %q", err, tc.want)
 			}
@@ -320,7 +321,7 @@ func TestFlagsFromServerArgs(t *testing.T) {
 // scenario whose expect block its own compiled timeline agrees with: the fake server is
 // ready at the recorded line, and so is the prediction.
 func TestAuthorLateReadyLineValidates(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "author", "probes-era-c.log"))
+	data, err := os.ReadFile(filepath.Join("testdata", "probes-era-c.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -340,7 +341,7 @@ func TestAuthorLateReadyLineValidates(t *testing.T) {
 	if ready != "placed" {
 		t.Fatal("the test log has no ready line followed by later lines to move it among")
 	}
-	a, err := Author(context.Background(), strings.NewReader(strings.Join(out, "\n")+"\n"), AuthorOptions{Source: "late-ready.log"})
+	a, err := FromLog(context.Background(), strings.NewReader(strings.Join(out, "\n")+"\n"), Options{Source: "late-ready.log"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,11 +353,11 @@ func TestAuthorLateReadyLineValidates(t *testing.T) {
 // A scenario whose recorded log is a file beside it still loads once written elsewhere (the
 // shim's cache, a container) after SelfContained inlines the log.
 func TestSelfContainedInlinesARecordedLog(t *testing.T) {
-	logText, err := os.ReadFile(filepath.Join("testdata", "author", "probes-era-c.log"))
+	logText, err := os.ReadFile(filepath.Join("testdata", "probes-era-c.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Author(context.Background(), bytes.NewReader(logText), AuthorOptions{Source: "probes.log"})
+	a, err := FromLog(context.Background(), bytes.NewReader(logText), Options{Source: "probes.log"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,13 +407,13 @@ func TestSelfContainedInlinesARecordedLog(t *testing.T) {
 // TestAuthorInvalidUTF8: a captured log with bytes that are not UTF-8 is authored (they read
 // back as U+FFFD, with a note) instead of failing the byte-exact read-back.
 func TestAuthorInvalidUTF8(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "author", "probes-era-c.log"))
+	data, err := os.ReadFile(filepath.Join("testdata", "probes-era-c.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	i := bytes.IndexByte(data, '\n')
 	bad := append(append(append([]byte{}, data[:i]...), " caf\xe9 \xff\xfe"...), data[i:]...)
-	a, err := Author(context.Background(), bytes.NewReader(bad), AuthorOptions{Source: "probes-era-c.log"})
+	a, err := FromLog(context.Background(), bytes.NewReader(bad), Options{Source: "probes-era-c.log"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,4 +442,36 @@ func checkAuthored(t *testing.T, name string, yaml []byte) error {
 		t.Fatal(err)
 	}
 	return s.Expect.Check(c.Predict())
+}
+
+// TestAuthorUntimedLog: a log without timestamps is authored in file order at a stated spacing
+// (or spread over a given duration), and validates.
+func TestAuthorUntimedLog(t *testing.T) {
+	log := "Traceback (most recent call last):\n  File \"<frozen runpy>\", line 198, in _run_module_as_main\nRuntimeError: Rank 0 scheduler died during initialization (exit code: 255).\n"
+	for _, tc := range []struct {
+		d       time.Duration
+		spacing string
+	}{{0, "spacing: 100ms"}, {4 * time.Second, "spacing: 2s"}} {
+		a, err := FromLog(context.Background(), strings.NewReader(log), Options{Source: "untimed.log", Duration: tc.d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(a.YAML), tc.spacing) || !strings.Contains(strings.Join(a.Report.Notes, "\n"), "no timestamps") {
+			t.Errorf("duration %v: no %q or no note in\n%s", tc.d, tc.spacing, a.YAML)
+		}
+		if err := checkAuthored(t, "untimed.yaml", a.YAML); err != nil {
+			t.Error(err)
+		}
+		if a.Report.ExitCode == nil || *a.Report.ExitCode != 1 {
+			t.Errorf("exit code %v, want 1", a.Report.ExitCode)
+		}
+	}
+	// Compiling such a log without a spacing says what to set.
+	lines, err := sglang.Parse(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LogTimeline(lines, 0); err == nil || !strings.Contains(err.Error(), "timeline.recorded.spacing") {
+		t.Errorf("err %v, want one naming timeline.recorded.spacing", err)
+	}
 }

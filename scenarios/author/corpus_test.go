@@ -1,4 +1,4 @@
-package scenarios
+package author
 
 import (
 	"bufio"
@@ -12,11 +12,12 @@ import (
 	"testing"
 
 	"github.com/incident-replay/incident-replay/replay"
+	. "github.com/incident-replay/incident-replay/scenarios"
 )
 
 // corpusDir holds real SGLang logs (outside the repository, beside it): *.log files, and
 // FATES.tsv mapping each log's two-digit prefix to the fate its replay must have.
-const corpusDir = "../../shared/corpus/sglang-logs"
+const corpusDir = "../../../shared/corpus/sglang-logs"
 
 // Fates a replayed log can have.
 const (
@@ -142,7 +143,7 @@ func TestCorpusFates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := Author(context.Background(), bytes.NewReader(data), AuthorOptions{Source: base})
+			a, err := FromLog(context.Background(), bytes.NewReader(data), Options{Source: base})
 			if err != nil {
 				t.Fatalf("author: %v", err)
 			}
