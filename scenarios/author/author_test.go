@@ -14,7 +14,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/incident-replay/incident-replay/replay"
-	. "github.com/incident-replay/incident-replay/scenarios"
+	"github.com/incident-replay/incident-replay/scenarios"
 	"github.com/incident-replay/incident-replay/sglang"
 )
 
@@ -48,13 +48,13 @@ func firstKindDiff(a, b []KindAt) string {
 // TestAuthorRoundTripCatalogue: every catalogue scenario's log → author → load → compile →
 // render → parse gives the same kinds in the same order and the same phases.
 func TestAuthorRoundTripCatalogue(t *testing.T) {
-	all, err := Catalogue()
+	all, err := scenarios.Catalogue()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range all {
 		t.Run(s.Name, func(t *testing.T) {
-			c, err := Compile(s, 1)
+			c, err := scenarios.Compile(s, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,11 +63,11 @@ func TestAuthorRoundTripCatalogue(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s2, err := Load(s.Name+".yaml", a.YAML)
+			s2, err := scenarios.Load(s.Name+".yaml", a.YAML)
 			if err != nil {
 				t.Fatalf("authored scenario does not load: %v\n%s", err, a.YAML)
 			}
-			c2, err := Compile(s2, 1)
+			c2, err := scenarios.Compile(s2, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func TestAuthorVariants(t *testing.T) {
 		ranks        int
 		flags        []string // substrings of launch.flags
 		ending       string   // prefix
-		verdict      Verdict
+		verdict      scenarios.Verdict
 		exit         int // -1: none
 		unparsed     []int
 		notes        []string // substrings that must be among the notes
@@ -143,21 +143,21 @@ func TestAuthorVariants(t *testing.T) {
 		mustNotMatch []string // text that redaction must have removed
 	}{
 		{file: "probes-era-c.log", profile: "C", ranks: 8, flags: []string{"--model-path /redacted/dir1/GLM-5-NVFP4", "--tp-size 8", "--port 8000", "--disable-cuda-graph"},
-			ending: "ready", verdict: ReadyOK, exit: -1, probeRoute: "/health", probeEvery: 10 * time.Second, probeTokens: 64,
+			ending: "ready", verdict: scenarios.ReadyOK, exit: -1, probeRoute: "/health", probeEvery: 10 * time.Second, probeTokens: 64,
 			mustNotMatch: []string{"10.20.30.40", "alice", "/data/models"}},
-		{file: "compose-era-b.log", profile: "B", ranks: 2, flags: []string{"--tp-size 2"}, ending: "ready", verdict: ReadyOK, exit: -1,
+		{file: "compose-era-b.log", profile: "B", ranks: 2, flags: []string{"--tp-size 2"}, ending: "ready", verdict: scenarios.ReadyOK, exit: -1,
 			notes: []string{"compose wrapper"}},
-		{file: "docker-desktop-era-a.log", profile: "A", ranks: 1, ending: "ready", verdict: ReadyOK, exit: -1,
+		{file: "docker-desktop-era-a.log", profile: "A", ranks: 1, ending: "ready", verdict: scenarios.ReadyOK, exit: -1,
 			notes: []string{"host_ts wrapper"}},
-		{file: "glued-bars-crlf.log", profile: "B", ranks: 1, ending: "cuda_oom", verdict: FailedFast, exit: 137,
+		{file: "glued-bars-crlf.log", profile: "B", ranks: 1, ending: "cuda_oom", verdict: scenarios.FailedFast, exit: 137,
 			notes: []string{"CRLF", "split onto lines"}},
 		{file: "truncated-tail.log", profile: "C", ranks: 8, flags: []string{"--enable-hierarchical-cache", "--hicache-size 300"},
-			ending: "log ends", verdict: FailedSlow, exit: -1, notes: []string{"no newline"}, unparsed: []int{1, 26}},
-		{file: "time-only.log", profile: "A", ranks: 1, ending: "ready", verdict: ReadyOK, exit: -1,
+			ending: "log ends", verdict: scenarios.FailedSlow, exit: -1, notes: []string{"no newline"}, unparsed: []int{1, 26}},
+		{file: "time-only.log", profile: "A", ranks: 1, ending: "ready", verdict: scenarios.ReadyOK, exit: -1,
 			notes: []string{"time-only headers", "no readable server_args"}, unparsed: []int{3}},
-		{file: "host-oom-kill.log", profile: "C", ranks: 8, flags: []string{"--hicache-size 300"}, ending: "rank_dead", verdict: FailedFast, exit: 1,
+		{file: "host-oom-kill.log", profile: "C", ranks: 8, flags: []string{"--hicache-size 300"}, ending: "rank_dead", verdict: scenarios.FailedFast, exit: 1,
 			mustNotMatch: []string{"gpu-node-17"}},
-		{file: "fatal-alive-loki.log", profile: "C", ranks: 2, ending: "nccl_error", verdict: FailedFast, exit: 137, notes: []string{"loki wrapper"},
+		{file: "fatal-alive-loki.log", profile: "C", ranks: 2, ending: "nccl_error", verdict: scenarios.FailedFast, exit: 137, notes: []string{"loki wrapper"},
 			mustNotMatch: []string{"10.0.0.2", "node-7"}},
 	}
 	for _, tc := range cases {
@@ -171,11 +171,11 @@ func TestAuthorVariants(t *testing.T) {
 				t.Fatal(err)
 			}
 			rep := a.Report
-			s, err := Load(tc.file+".yaml", a.YAML)
+			s, err := scenarios.Load(tc.file+".yaml", a.YAML)
 			if err != nil {
 				t.Fatalf("authored file does not load: %v", err)
 			}
-			if _, err := Compile(s, 1); err != nil {
+			if _, err := scenarios.Compile(s, 1); err != nil {
 				t.Fatal(err)
 			}
 			if rep.Profile != tc.profile || rep.Ranks != tc.ranks {
@@ -273,7 +273,7 @@ func TestAuthorRejects(t *testing.T) {
 	}{
 		{"empty", "  \n\n", Options{}, "the log is empty"},
 		{"bad name", "[2026-01-01 00:00:00] Init torch distributed begin.\n", Options{Name: "Bad_Name"}, "not an id"},
-		{"bad rule", "[2026-01-01 00:00:00] x\n", Options{Rules: []RedactRule{{Name: "x", Regex: "("}}}, "bad regex"},
+		{"bad rule", "[2026-01-01 00:00:00] x\n", Options{Rules: []scenarios.RedactRule{{Name: "x", Regex: "("}}}, "bad regex"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -361,7 +361,7 @@ func TestSelfContainedInlinesARecordedLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inline, err := Load("probes.yaml", a.YAML)
+	inline, err := scenarios.Load("probes.yaml", a.YAML)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +370,7 @@ func TestSelfContainedInlinesARecordedLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	byFile := *inline
-	byFile.Timeline.Recorded = &Recorded{Log: "probes.log"}
+	byFile.Timeline.Recorded = &scenarios.Recorded{Log: "probes.log"}
 	b, err := yaml.Marshal(&byFile)
 	if err != nil {
 		t.Fatal(err)
@@ -378,11 +378,11 @@ func TestSelfContainedInlinesARecordedLog(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "probes.yaml"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := LoadFile(filepath.Join(dir, "probes.yaml"))
+	s, err := scenarios.LoadFile(filepath.Join(dir, "probes.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load("moved.yaml", b); err == nil {
+	if _, err := scenarios.Load("moved.yaml", b); err == nil {
 		t.Fatal("the scenario naming its log file loaded without its directory; the test proves nothing")
 	}
 	sc, err := s.SelfContained()
@@ -393,12 +393,12 @@ func TestSelfContainedInlinesARecordedLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, err := Load("moved.yaml", moved)
+	s2, err := scenarios.Load("moved.yaml", moved)
 	if err != nil {
 		t.Fatalf("the self-contained copy does not load on its own: %v", err)
 	}
-	c1, err1 := Compile(s, 1)
-	c2, err2 := Compile(s2, 1)
+	c1, err1 := scenarios.Compile(s, 1)
+	c2, err2 := scenarios.Compile(s2, 1)
 	if err1 != nil || err2 != nil || len(c1.Timeline.Entries) != len(c2.Timeline.Entries) {
 		t.Fatalf("compiled differently: %v %v", err1, err2)
 	}
@@ -417,7 +417,7 @@ func TestAuthorInvalidUTF8(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Load("x.yaml", a.YAML)
+	s, err := scenarios.Load("x.yaml", a.YAML)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,11 +433,11 @@ func TestAuthorInvalidUTF8(t *testing.T) {
 // of its expect block against the compiled prediction.
 func checkAuthored(t *testing.T, name string, yaml []byte) error {
 	t.Helper()
-	s, err := Load(name, yaml)
+	s, err := scenarios.Load(name, yaml)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Compile(s, 1)
+	c, err := scenarios.Compile(s, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +471,7 @@ func TestAuthorUntimedLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LogTimeline(lines, 0); err == nil || !strings.Contains(err.Error(), "timeline.recorded.spacing") {
+	if _, err := scenarios.LogTimeline(lines, 0); err == nil || !strings.Contains(err.Error(), "timeline.recorded.spacing") {
 		t.Errorf("err %v, want one naming timeline.recorded.spacing", err)
 	}
 }

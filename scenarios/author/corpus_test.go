@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/incident-replay/incident-replay/replay"
-	. "github.com/incident-replay/incident-replay/scenarios"
+	"github.com/incident-replay/incident-replay/scenarios"
 )
 
 // corpusDir holds real SGLang logs (outside the repository, beside it): *.log files, and
@@ -89,7 +89,7 @@ func readFates(t *testing.T, dir string) map[string]string {
 }
 
 // replayFate reads a compiled scenario's fate off its prediction and its timeline's ops.
-func replayFate(c *Compiled) (string, string) {
+func replayFate(c *scenarios.Compiled) (string, string) {
 	p := c.Predict()
 	var bind, exit bool
 	code := 0
@@ -147,11 +147,11 @@ func TestCorpusFates(t *testing.T) {
 			if err != nil {
 				t.Fatalf("author: %v", err)
 			}
-			s, err := Load(base+".yaml", a.YAML)
+			s, err := scenarios.Load(base+".yaml", a.YAML)
 			if err != nil {
 				t.Fatalf("the authored scenario does not load: %v", err)
 			}
-			c, err := Compile(s, 1)
+			c, err := scenarios.Compile(s, 1)
 			if err != nil {
 				t.Fatalf("the authored scenario does not compile: %v", err)
 			}
