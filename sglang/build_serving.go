@@ -81,69 +81,75 @@ func pyBool(b bool) string {
 
 // Prefill is a "Prefill batch" line with the profile's fields in the profile's order.
 func Prefill(p Profile, s PrefillStats) Event {
-	e := Event{Kind: KindPrefill, Text: p.batchSep(), Fields: make(Fields, 0, len(p.PrefillFields)+1)}
-	if s.Iter > 0 {
-		e.Fields = append(e.Fields, Field{"iter", strconv.Itoa(s.Iter)})
-	}
-	for _, l := range p.PrefillFields {
-		var v string
-		switch l {
-		case LabelNewSeq:
-			v = strconv.Itoa(s.NewSeq)
-		case LabelNewToken:
-			v = strconv.Itoa(s.NewToken)
-		case LabelCachedToken:
-			v = strconv.Itoa(s.CachedToken)
-		case LabelCacheHitRate:
-			v = gb(s.CacheHitRate) + "%"
-		case LabelTokenUsage:
-			v = gb(s.TokenUsage)
-		case LabelRunningReq:
-			v = strconv.Itoa(s.RunningReq)
-		case LabelQueueReq:
-			v = strconv.Itoa(s.QueueReq)
-		case LabelPendingToken:
-			v = strconv.Itoa(s.PendingToken)
-		case LabelCUDAGraph:
-			v = pyBool(s.CUDAGraph)
-		case LabelInputThroughput:
-			v = gb(s.InputThroughput)
-		default:
-			continue // a label the profile lists but no stat feeds: not printed
-		}
-		e.Fields = append(e.Fields, Field{l, v})
-	}
-	return e
+	return batch(KindPrefill, p.batchSep(), s.Iter, p.PrefillFields, s.value)
 }
 
 // Decode is a "Decode batch" line with the profile's fields in the profile's order.
 func Decode(p Profile, s DecodeStats) Event {
-	e := Event{Kind: KindDecode, Text: p.batchSep(), Fields: make(Fields, 0, len(p.DecodeFields)+1)}
+	sep := p.batchSep()
 	if p.DecodeTrailingComma {
-		e.Text += ", "
+		sep += ", "
 	}
-	if s.Iter > 0 {
-		e.Fields = append(e.Fields, Field{"iter", strconv.Itoa(s.Iter)})
+	return batch(KindDecode, sep, s.Iter, p.DecodeFields, s.value)
+}
+
+// batch builds a Prefill or Decode line: " [iter]" when iter > 0, then each label with the
+// value stat gives it; a label the profile lists but no stat feeds is not printed.
+func batch(k Kind, sep string, iter int, labels []string, stat func(label string) (string, bool)) Event {
+	e := Event{Kind: k, Text: sep, Fields: make(Fields, 0, len(labels)+1)}
+	if iter > 0 {
+		e.Fields = append(e.Fields, Field{"iter", strconv.Itoa(iter)})
 	}
-	for _, l := range p.DecodeFields {
-		var v string
-		switch l {
-		case LabelRunningReq:
-			v = strconv.Itoa(s.RunningReq)
-		case LabelToken:
-			v = strconv.Itoa(s.Token)
-		case LabelTokenUsage:
-			v = gb(s.TokenUsage)
-		case LabelCUDAGraph:
-			v = pyBool(s.CUDAGraph)
-		case LabelGenThroughput:
-			v = gb(s.GenThroughput)
-		case LabelQueueReq:
-			v = strconv.Itoa(s.QueueReq)
-		default:
-			continue
+	for _, l := range labels {
+		if v, ok := stat(l); ok {
+			e.Fields = append(e.Fields, Field{l, v})
 		}
-		e.Fields = append(e.Fields, Field{l, v})
 	}
 	return e
+}
+
+// value is the printed value of one Prefill label.
+func (s PrefillStats) value(l string) (string, bool) {
+	switch l {
+	case LabelNewSeq:
+		return strconv.Itoa(s.NewSeq), true
+	case LabelNewToken:
+		return strconv.Itoa(s.NewToken), true
+	case LabelCachedToken:
+		return strconv.Itoa(s.CachedToken), true
+	case LabelCacheHitRate:
+		return gb(s.CacheHitRate) + "%", true
+	case LabelTokenUsage:
+		return gb(s.TokenUsage), true
+	case LabelRunningReq:
+		return strconv.Itoa(s.RunningReq), true
+	case LabelQueueReq:
+		return strconv.Itoa(s.QueueReq), true
+	case LabelPendingToken:
+		return strconv.Itoa(s.PendingToken), true
+	case LabelCUDAGraph:
+		return pyBool(s.CUDAGraph), true
+	case LabelInputThroughput:
+		return gb(s.InputThroughput), true
+	}
+	return "", false
+}
+
+// value is the printed value of one Decode label.
+func (s DecodeStats) value(l string) (string, bool) {
+	switch l {
+	case LabelRunningReq:
+		return strconv.Itoa(s.RunningReq), true
+	case LabelToken:
+		return strconv.Itoa(s.Token), true
+	case LabelTokenUsage:
+		return gb(s.TokenUsage), true
+	case LabelCUDAGraph:
+		return pyBool(s.CUDAGraph), true
+	case LabelGenThroughput:
+		return gb(s.GenThroughput), true
+	case LabelQueueReq:
+		return strconv.Itoa(s.QueueReq), true
+	}
+	return "", false
 }
