@@ -11,7 +11,7 @@ import (
 	"github.com/incident-replay/incident-replay/sglang"
 )
 
-// DefaultLineSpacing is the gap Author assumes between the lines of a log without timestamps
+// DefaultLineSpacing is the gap FromLog assumes between the lines of a log without timestamps
 // when no duration is given.
 const DefaultLineSpacing = 100 * time.Millisecond
 
