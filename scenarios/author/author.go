@@ -82,6 +82,13 @@ func FromLog(ctx context.Context, r io.Reader, opts Options) (*Authored, error) 
 	if s.Timeline.Recorded.Inline != lg.text {
 		return nil, errors.New("author: the embedded log does not read back byte-exact from YAML (a bug in author's quoting)")
 	}
+	c, err := scenarios.Compile(s, 1)
+	if err == nil {
+		err = s.Expect.Check(c.Predict())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("author: the authored scenario does not validate as written (a bug in author): %w", err)
+	}
 	return &Authored{YAML: out, Log: lg.text, Report: rep}, nil
 }
 
@@ -129,17 +136,10 @@ func (d *draft) groundTruth(rep *Report) error {
 	return nil
 }
 
-// compile loads the draft's file and compiles it.
+// compile compiles the draft as the scenario it describes. The file FromLog writes is loaded
+// back at the end and its log compared byte for byte, so it is this scenario.
 func (d *draft) compile(rep *Report, e scenarios.Expect) (*scenarios.Compiled, error) {
-	b, err := d.yaml(rep, e)
-	if err != nil {
-		return nil, err
-	}
-	s, err := scenarios.Load(d.name+".yaml", b)
-	if err != nil {
-		return nil, fmt.Errorf("author: the drafted scenario does not load (a bug in author; the log is fine): %w", err)
-	}
-	c, err := scenarios.Compile(s, 1)
+	c, err := scenarios.Compile(d.scenario(rep, e), 1)
 	if err != nil {
 		return nil, fmt.Errorf("author: the drafted scenario does not compile: %w", err)
 	}
