@@ -68,3 +68,14 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n += n
 	return n, err
 }
+
+// TestFromLogRefusesAnOversizedScenario: a log under the limit whose scenario (the literal
+// block indents every line) would be over it is refused with the size, not written.
+func TestFromLogRefusesAnOversizedScenario(t *testing.T) {
+	line := "[2026-01-01 00:00:00] x\n"
+	log := strings.Repeat(line, scenarios.MaxFileBytes/len(line)-100)
+	_, err := FromLog(context.Background(), strings.NewReader(log), Options{Source: "big.log", Rules: []scenarios.RedactRule{}})
+	if err == nil || !strings.Contains(err.Error(), "the scenario would be") || !strings.Contains(err.Error(), "MaxFileBytes") {
+		t.Fatalf("err %v, want one giving the scenario's size and MaxFileBytes", err)
+	}
+}
