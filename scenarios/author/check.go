@@ -19,6 +19,19 @@ type KindDiff struct {
 	GotText   string // the replayed line
 }
 
+func (d KindDiff) String() string {
+	show := func(k sglang.Kind, t string) string {
+		if len(t) > 100 {
+			t = t[:97] + "..."
+		}
+		if k == sglang.KindUnknown && t == "" {
+			return "(nothing)"
+		}
+		return fmt.Sprintf("%s %q", k, t)
+	}
+	return fmt.Sprintf("line %d: input %s, replay %s", d.Line, show(d.Want, d.WantText), show(d.Got, d.GotText))
+}
+
 // CheckResult is what replaying an authored scenario gave against its input log.
 type CheckResult struct {
 	Lines         int        // parsed lines of the input
@@ -27,6 +40,11 @@ type CheckResult struct {
 	Phases        []PhaseSpan
 	ReplayPhases  []PhaseSpan
 	PhaseMismatch string // "" when names agree and durations are within 1%
+}
+
+// OK reports a replay that matches its input.
+func (r *CheckResult) OK() bool {
+	return len(r.Diffs) == 0 && r.Lines == r.Replayed && r.PhaseMismatch == ""
 }
 
 func phaseMismatch(want, got []PhaseSpan) string {
@@ -95,22 +113,4 @@ func Check(input, scenarioYAML []byte, file string, maxDiffs int) (*CheckResult,
 	res.ReplayPhases = LogPhases(KindsOf(c.Timeline))
 	res.PhaseMismatch = phaseMismatch(res.Phases, res.ReplayPhases)
 	return res, nil
-}
-
-func (d KindDiff) String() string {
-	show := func(k sglang.Kind, t string) string {
-		if len(t) > 100 {
-			t = t[:97] + "..."
-		}
-		if k == sglang.KindUnknown && t == "" {
-			return "(nothing)"
-		}
-		return fmt.Sprintf("%s %q", k, t)
-	}
-	return fmt.Sprintf("line %d: input %s, replay %s", d.Line, show(d.Want, d.WantText), show(d.Got, d.GotText))
-}
-
-// OK reports a replay that matches its input.
-func (r *CheckResult) OK() bool {
-	return len(r.Diffs) == 0 && r.Lines == r.Replayed && r.PhaseMismatch == ""
 }
