@@ -2,6 +2,7 @@ package sglang
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -186,4 +187,87 @@ func ReprValue(repr, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// ReprFlags inverts Repr: the launch flags a server_args repr (either form) stands for. Every
+// item ServerArgs models whose value differs from SGLang's default becomes a flag. Items it
+// cannot carry (unmodelled fields, values with blanks, which a whitespace-separated argv
+// cannot hold, values ParseArgs rejects) are returned as dropped, each with the reason.
+func ReprFlags(repr string) (argv []string, dropped []string, err error) {
+	items, err := SplitRepr(repr)
+	if len(items) == 0 {
+		if err == nil {
+			err = fmt.Errorf("server_args has no items")
+		}
+		return nil, nil, err
+	}
+	defaults, _ := SplitRepr(DefaultServerArgs().Repr(false))
+	def := map[string]string{}
+	for _, d := range defaults {
+		def[d.Key] = d.Value
+	}
+	got := map[string]string{}
+	unmodelled := 0
+	for _, it := range items {
+		if _, ok := def[it.Key]; ok {
+			got[it.Key] = it.Value
+		} else {
+			unmodelled++
+		}
+	}
+	if unmodelled > 0 {
+		dropped = append(dropped, fmt.Sprintf("%d server_args fields incident-replay does not model (kept in the log line)", unmodelled))
+	}
+	model, ok := PyString(got["model_path"])
+	if !ok || model == "" {
+		return nil, dropped, fmt.Errorf("server_args has no model_path string")
+	}
+	argv = []string{"--model-path", model}
+	for _, d := range defaults {
+		v, ok := got[d.Key]
+		if !ok || d.Key == "model_path" || v == d.Value || v == "None" {
+			continue
+		}
+		flag := "--" + strings.ReplaceAll(d.Key, "_", "-")
+		vals, set := reprFlagValues(v, d.Value)
+		if !set {
+			continue
+		}
+		if slices.ContainsFunc(vals, func(s string) bool { return s == "" || strings.ContainsAny(s, " \t\n") }) {
+			dropped = append(dropped, fmt.Sprintf("%s: value %s cannot be written as a flag (launch.flags has no quoting)", flag, v))
+			continue
+		}
+		cand := append(append(slices.Clone(argv), flag), vals...)
+		if _, perr := ParseArgs(cand); perr != nil {
+			dropped = append(dropped, fmt.Sprintf("%s %s: %v", flag, strings.Join(vals, " "), perr))
+			continue
+		}
+		argv = cand
+	}
+	return argv, dropped, err
+}
+
+// reprFlagValues is the flag values of one repr value v whose default prints as def; set is
+// false for a value no flag sets.
+func reprFlagValues(v, def string) (vals []string, set bool) {
+	switch {
+	case v == "True":
+		return []string{}, true
+	case v == "False":
+		return nil, false // store_true flags default to False; a False that differs is a repr quirk
+	case strings.HasPrefix(v, "["):
+		for p := range strings.SplitSeq(strings.Trim(v, "[]"), ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				vals = append(vals, p)
+			}
+		}
+		return vals, true
+	}
+	if s, ok := PyString(v); ok {
+		v = s
+	}
+	if num, err := strconv.ParseFloat(v, 64); err == nil && !strings.Contains(def, ".") && strings.HasSuffix(v, ".0") {
+		v = strconv.FormatFloat(num, 'f', -1, 64) // 8.0 for an int field
+	}
+	return []string{v}, true
 }

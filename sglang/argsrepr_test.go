@@ -2,6 +2,7 @@ package sglang
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -41,5 +42,37 @@ func TestReprValue(t *testing.T) {
 	}
 	if v, ok := ReprValue(`ServerArgs(model_path='m', api_key='k', tp_si`, "api_key"); !ok || v != "'k'" {
 		t.Errorf("cut-short repr: %q %v", v, ok)
+	}
+}
+
+func TestReprFlags(t *testing.T) {
+	a := DefaultServerArgs()
+	a.ModelPath = "moonshotai/Kimi-K2.5"
+	a.TPSize = 8
+	a.EnableHierarchicalCache = true
+	a.HiCacheSize = 48
+	a.CUDAGraphBS = []int{1, 2, 4}
+	mfs := 0.85
+	a.MemFractionStatic = &mfs
+	for _, dict := range []bool{false, true} {
+		argv, dropped, err := ReprFlags(a.Repr(dict))
+		if err != nil || len(dropped) > 0 {
+			t.Fatalf("dict=%v: %v %v", dict, err, dropped)
+		}
+		got, err := ParseArgs(argv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Join(got.Argv(), " ") != strings.Join(a.Argv(), " ") {
+			t.Errorf("dict=%v: %v, want %v", dict, got.Argv(), a.Argv())
+		}
+	}
+	// Unmodelled fields and values that flags cannot carry are reported, never silently lost.
+	_, dropped, err := ReprFlags(`ServerArgs(model_path='m', served_model_name='my model', some_new_field=3, dtype='int3')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := strings.Join(dropped, "\n"); !strings.Contains(d, "does not model") || !strings.Contains(d, "--served-model-name") || !strings.Contains(d, "--dtype") {
+		t.Errorf("dropped = %v", dropped)
 	}
 }

@@ -285,38 +285,6 @@ func TestAuthorRejects(t *testing.T) {
 	}
 }
 
-func TestFlagsFromServerArgs(t *testing.T) {
-	a := sglang.DefaultServerArgs()
-	a.ModelPath = "moonshotai/Kimi-K2.5"
-	a.TPSize = 8
-	a.EnableHierarchicalCache = true
-	a.HiCacheSize = 48
-	a.CUDAGraphBS = []int{1, 2, 4}
-	mfs := 0.85
-	a.MemFractionStatic = &mfs
-	for _, dict := range []bool{false, true} {
-		argv, dropped, err := flagsFromServerArgs(a.Repr(dict))
-		if err != nil || len(dropped) > 0 {
-			t.Fatalf("dict=%v: %v %v", dict, err, dropped)
-		}
-		got, err := sglang.ParseArgs(argv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Join(got.Argv(), " ") != strings.Join(a.Argv(), " ") {
-			t.Errorf("dict=%v: %v, want %v", dict, got.Argv(), a.Argv())
-		}
-	}
-	// Unmodelled fields and values that flags cannot carry are reported, never silently lost.
-	_, dropped, err := flagsFromServerArgs(`ServerArgs(model_path='m', served_model_name='my model', some_new_field=3, dtype='int3')`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := strings.Join(dropped, "\n"); !strings.Contains(d, "does not model") || !strings.Contains(d, "--served-model-name") || !strings.Contains(d, "--dtype") {
-		t.Errorf("dropped = %v", dropped)
-	}
-}
-
 // A recorded log whose ready line comes well after the bind (a slow warmup) authors into a
 // scenario whose expect block its own compiled timeline agrees with: the fake server is
 // ready at the recorded line, and so is the prediction.
