@@ -43,6 +43,10 @@ groups and {n} is a stable pseudonym number (the order in which the rule first s
 the group named "key", or of the whole match); a value fully matching keep is left alone. The
 same input and rules always give the same output.
 
+The log is read as a stream and embedded in the scenario, so it must fit in a scenario file
+(scenarios.MaxFileBytes, 2 MiB): a longer capture is refused at the line that passes the limit;
+author the part that matters (the startup and its ending).
+
 A log without any timestamp is authored in file order: its lines are placed 100ms apart, or spread
 evenly over --duration D (timeline.recorded.spacing); the report says so.
 
