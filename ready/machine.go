@@ -2,7 +2,6 @@ package ready
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
@@ -83,9 +82,6 @@ type machine struct {
 	d decision
 }
 
-// apiKeyRe finds api_key in a server_args repr: api_key='K' (dataclass) or 'api_key': 'K' (dict).
-var apiKeyRe = regexp.MustCompile(`'?api_key'?\s*[=:]\s*'([^']*)'`)
-
 // exitDrain bounds the wait for a dead process's last log lines (scenario time).
 const exitDrain = 500 * time.Millisecond
 
@@ -125,8 +121,10 @@ func (m *machine) onLine(ev sglang.Event, raw string, now time.Time) (probeNow b
 	}
 	s := classify(ev)
 	if ev.Kind == sglang.KindServerArgs {
-		if k := apiKeyRe.FindStringSubmatch(ev.Text); k != nil && k[1] != "" {
-			m.logAPIKey = k[1]
+		if v, ok := sglang.ReprValue(ev.Text, "api_key"); ok {
+			if k, ok := sglang.PyString(v); ok && k != "" {
+				m.logAPIKey = k
+			}
 		}
 	}
 	if ev.Kind == sglang.KindUvicornRunning {

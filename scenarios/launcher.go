@@ -48,7 +48,7 @@ func impliedExit(lines []sglang.Line, tl replay.Timeline) (int, string) {
 	}
 	for j := end + 1; j < len(lines); j++ {
 		l := lines[j]
-		if l.TimeForm != sglang.TimeNone && l.Block == 0 && !failureKind(l.Event.Kind) && tl.Entries[j].At-tl.Entries[open].At >= livedOnAfter {
+		if l.TimeForm != sglang.TimeNone && l.Block == 0 && !sglang.IsFailure(l.Event.Kind) && tl.Entries[j].At-tl.Entries[open].At >= livedOnAfter {
 			return 0, ""
 		}
 	}

@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -51,7 +50,7 @@ ValueError: bad
 			if err != nil {
 				t.Fatal(err)
 			}
-			tl, err := logTimeline(lines, DefaultLineSpacing)
+			tl, err := LogTimeline(lines, 100*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,33 +87,5 @@ func TestRecordedStartsServing(t *testing.T) {
 		if got != tc.bindAt {
 			t.Errorf("%.50q: bind at %v, want %v", tc.log, got, tc.bindAt)
 		}
-	}
-}
-
-// TestAuthorUntimedLog: a log without timestamps is authored in file order at a stated spacing
-// (or spread over a given duration), and validates.
-func TestAuthorUntimedLog(t *testing.T) {
-	log := "Traceback (most recent call last):\n  File \"<frozen runpy>\", line 198, in _run_module_as_main\nRuntimeError: Rank 0 scheduler died during initialization (exit code: 255).\n"
-	for _, tc := range []struct {
-		d       time.Duration
-		spacing string
-	}{{0, "spacing: 100ms"}, {4 * time.Second, "spacing: 2s"}} {
-		a, err := Author(context.Background(), strings.NewReader(log), AuthorOptions{Source: "untimed.log", Duration: tc.d})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(a.YAML), tc.spacing) || !strings.Contains(strings.Join(a.Report.Notes, "\n"), "no timestamps") {
-			t.Errorf("duration %v: no %q or no note in\n%s", tc.d, tc.spacing, a.YAML)
-		}
-		if err := checkAuthored(t, "untimed.yaml", a.YAML); err != nil {
-			t.Error(err)
-		}
-		if a.Report.ExitCode == nil || *a.Report.ExitCode != 1 {
-			t.Errorf("exit code %v, want 1", a.Report.ExitCode)
-		}
-	}
-	// Compiling such a log without a spacing says what to set.
-	if _, err := recordedTimeline(strings.NewReader(log), 0); err == nil || !strings.Contains(err.Error(), "timeline.recorded.spacing") {
-		t.Errorf("err %v, want one naming timeline.recorded.spacing", err)
 	}
 }

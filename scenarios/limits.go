@@ -92,6 +92,7 @@ func (s *scanner) push(line, col, indent int) *Problem {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' }
 
+// line scans one physical line of the file (without its newline).
 func (s *scanner) line(n int, l []byte) *Problem {
 	indent := 0
 	for indent < len(l) && l[indent] == ' ' {
@@ -104,48 +105,62 @@ func (s *scanner) line(n int, l []byte) *Problem {
 		}
 		s.inScalar = false
 	}
-	i := 0
-	atStart := true // at the start of a node, where a quote, a flow collection or an indicator may open
-	if s.quote == 0 && len(s.flow) == 0 {
-		if blank || bytes.HasPrefix(l, []byte("---")) || bytes.HasPrefix(l, []byte("...")) {
-			return nil
-		}
-		for len(s.blocks) > 0 && s.blocks[len(s.blocks)-1].indent > indent {
-			s.blocks = s.blocks[:len(s.blocks)-1]
-		}
-		i = indent
-		// Each `- ` (or `? `) opens a nested node at the column after it.
-		for {
-			if len(s.blocks) == 0 || s.blocks[len(s.blocks)-1].indent < i {
-				if p := s.push(n, i+1, i); p != nil {
-					return p
-				}
-			}
-			if i < len(l) && (l[i] == '-' || l[i] == '?') && (i+1 == len(l) || isSpace(l[i+1])) {
-				if p := s.node(n, i+1); p != nil {
-					return p
-				}
-				i++
-				for i < len(l) && isSpace(l[i]) {
-					i++
-				}
-				continue
-			}
-			break
-		}
-		if keyEnd(l[i:]) {
-			lv := &s.blocks[len(s.blocks)-1]
-			lv.keys++
-			if lv.keys > MaxMapKeys {
-				return s.fail(n, i+1, "too many keys in one mapping", "MaxMapKeys", MaxMapKeys, "a scenario mapping holds a few dozen keys")
-			}
-			if p := s.node(n, i+1); p != nil {
-				return p
-			}
-		}
-	} else {
-		atStart = s.quote == 0
+	if s.quote != 0 || len(s.flow) > 0 {
+		return s.content(n, l, 0, s.quote == 0)
 	}
+	if blank || bytes.HasPrefix(l, []byte("---")) || bytes.HasPrefix(l, []byte("...")) {
+		return nil
+	}
+	i, p := s.blockStart(n, l, indent)
+	if p != nil {
+		return p
+	}
+	return s.content(n, l, i, true)
+}
+
+// blockStart reads a block line's indentation and indicators: each `- ` (or `? `) opens a
+// nested node at the column after it, and a `key:` counts towards its mapping. It returns
+// where the line's content starts.
+func (s *scanner) blockStart(n int, l []byte, indent int) (int, *Problem) {
+	for len(s.blocks) > 0 && s.blocks[len(s.blocks)-1].indent > indent {
+		s.blocks = s.blocks[:len(s.blocks)-1]
+	}
+	i := indent
+	for {
+		if len(s.blocks) == 0 || s.blocks[len(s.blocks)-1].indent < i {
+			if p := s.push(n, i+1, i); p != nil {
+				return i, p
+			}
+		}
+		if i < len(l) && (l[i] == '-' || l[i] == '?') && (i+1 == len(l) || isSpace(l[i+1])) {
+			if p := s.node(n, i+1); p != nil {
+				return i, p
+			}
+			i++
+			for i < len(l) && isSpace(l[i]) {
+				i++
+			}
+			continue
+		}
+		break
+	}
+	if keyEnd(l[i:]) {
+		lv := &s.blocks[len(s.blocks)-1]
+		lv.keys++
+		if lv.keys > MaxMapKeys {
+			return i, s.fail(n, i+1, "too many keys in one mapping", "MaxMapKeys", MaxMapKeys, "a scenario mapping holds a few dozen keys")
+		}
+		if p := s.node(n, i+1); p != nil {
+			return i, p
+		}
+	}
+	return i, nil
+}
+
+// content scans a line from column i: quotes, comments, anchors and tags, block scalars and
+// flow collections. atStart: i is at the start of a node, where a quote, a flow collection
+// or an indicator may open.
+func (s *scanner) content(n int, l []byte, i int, atStart bool) *Problem {
 	content := i
 	for ; i < len(l); i++ {
 		c := l[i]
@@ -186,45 +201,46 @@ func (s *scanner) line(n int, l []byte) *Problem {
 				}
 			}
 		}
-		switch {
-		case c == '[' || c == '{':
-			if !atStart && len(s.flow) == 0 {
-				break // inside a block plain scalar: text
-			}
-			keys := -1
-			if c == '{' {
-				keys = 0
-			}
-			s.flow = append(s.flow, keys)
-			if s.depth() > MaxDepth {
-				return s.fail(n, i+1, "nesting too deep", "MaxDepth", MaxDepth, "a scenario nests a few levels")
-			}
-			if p := s.node(n, i+1); p != nil {
-				return p
-			}
-			atStart = true
-			continue
-		case (c == ']' || c == '}') && len(s.flow) > 0:
-			s.flow = s.flow[:len(s.flow)-1]
-		case c == ',' && len(s.flow) > 0:
-			if top := &s.flow[len(s.flow)-1]; *top >= 0 {
-				*top++
-				if *top >= MaxMapKeys {
-					return s.fail(n, i+1, "too many keys in one mapping", "MaxMapKeys", MaxMapKeys, "a scenario mapping holds a few dozen keys")
-				}
-			}
-			if p := s.node(n, i+1); p != nil {
-				return p
-			}
-			atStart = true
-			continue
-		case c == ':' && (i+1 == len(l) || isSpace(l[i+1]) || len(s.flow) > 0):
-			atStart = true
-			continue
+		reopen, p := s.flowChar(n, l, i, atStart)
+		if p != nil {
+			return p
 		}
-		atStart = false
+		atStart = reopen
 	}
 	return nil
+}
+
+// flowChar handles a character that may open, separate or close a flow collection, or end a
+// key; reopen reports that a new node starts after it.
+func (s *scanner) flowChar(n int, l []byte, i int, atStart bool) (reopen bool, p *Problem) {
+	switch c := l[i]; {
+	case c == '[' || c == '{':
+		if !atStart && len(s.flow) == 0 {
+			return false, nil // inside a block plain scalar: text
+		}
+		keys := -1
+		if c == '{' {
+			keys = 0
+		}
+		s.flow = append(s.flow, keys)
+		if s.depth() > MaxDepth {
+			return false, s.fail(n, i+1, "nesting too deep", "MaxDepth", MaxDepth, "a scenario nests a few levels")
+		}
+		return true, s.node(n, i+1)
+	case (c == ']' || c == '}') && len(s.flow) > 0:
+		s.flow = s.flow[:len(s.flow)-1]
+	case c == ',' && len(s.flow) > 0:
+		if top := &s.flow[len(s.flow)-1]; *top >= 0 {
+			*top++
+			if *top >= MaxMapKeys {
+				return false, s.fail(n, i+1, "too many keys in one mapping", "MaxMapKeys", MaxMapKeys, "a scenario mapping holds a few dozen keys")
+			}
+		}
+		return true, s.node(n, i+1)
+	case c == ':' && (i+1 == len(l) || isSpace(l[i+1]) || len(s.flow) > 0):
+		return true, nil
+	}
+	return false, nil
 }
 
 // keyEnd reports whether a block line's content is `key:` followed by a space or the end,

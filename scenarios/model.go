@@ -189,10 +189,9 @@ func (m *Modelled) problems() []problem {
 	if m.Phases.HiCachePinGBps < 0 {
 		ps = append(ps, problem{".phases.hicache_pin_gbps", "hicache_pin_gbps is negative", "e.g. 10"})
 	}
-	switch m.Memory.HostCheck {
-	case "", "per-rank", "divided-per-host":
-	default:
-		ps = append(ps, problem{".memory.host_check", fmt.Sprintf("unknown host_check %q", m.Memory.HostCheck), "per-rank (before sglang PR #35540) or divided-per-host"})
+	if _, ok := sglang.ParseHostCheckRule(m.Memory.HostCheck); !ok {
+		ps = append(ps, problem{".memory.host_check", fmt.Sprintf("unknown host_check %q", m.Memory.HostCheck),
+			fmt.Sprintf("%s (before sglang PR #35540) or %s", sglang.CheckPerRank, sglang.CheckDividedPerHost)})
 	}
 	if m.Memory.HeldGB < 0 {
 		ps = append(ps, problem{".memory.held_gb", "held_gb is negative", "GiB per GPU still held by dead contexts"})

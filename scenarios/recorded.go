@@ -17,19 +17,19 @@ const launcherExitDelay = 200 * time.Millisecond
 // recordedTimeline converts a captured log to a timeline and adds the process ops the log
 // implies: the port binds where uvicorn says it is running (or at 0 when the log starts with
 // the server already serving), and the launcher exits after its fatal path (see impliedExit).
-// A log without any timestamp needs spacing > 0 (see logTimeline).
+// A log without any timestamp needs spacing > 0 (see LogTimeline).
 func recordedTimeline(r io.Reader, spacing time.Duration) (replay.Timeline, error) {
 	lines, err := sglang.Parse(r)
 	if err != nil {
 		return replay.Timeline{}, fmt.Errorf("reading log (after %d lines): %w", len(lines), err)
 	}
-	tl, err := logTimeline(lines, spacing)
+	tl, err := LogTimeline(lines, spacing)
 	if err != nil {
 		return tl, err
 	}
 	var out replay.Timeline
 	out.Start = tl.Start
-	bound := startsServing(lines)
+	bound := StartsServing(lines)
 	if bound {
 		out.Entries = append(out.Entries, replay.Entry{At: 0, Op: replay.OpBind})
 	}
@@ -49,9 +49,9 @@ func recordedTimeline(r io.Reader, spacing time.Duration) (replay.Timeline, erro
 // noTimeStart is where the lines of a log without timestamps are placed from.
 var noTimeStart = func() time.Time { t, _ := time.Parse(startLayout, defaultStart); return t }()
 
-// logTimeline is replay.FromLog, except that a log with no timestamp at all is placed in file
+// LogTimeline is replay.FromLog, except that a log with no timestamp at all is placed in file
 // order, spacing apart, from noTimeStart; with spacing 0 such a log is an error.
-func logTimeline(lines []sglang.Line, spacing time.Duration) (replay.Timeline, error) {
+func LogTimeline(lines []sglang.Line, spacing time.Duration) (replay.Timeline, error) {
 	tl, err := replay.FromLog(lines)
 	if !errors.Is(err, replay.ErrNoTimestamps) {
 		return tl, err
@@ -66,17 +66,15 @@ func logTimeline(lines []sglang.Line, spacing time.Duration) (replay.Timeline, e
 	return tl, nil
 }
 
-// startsServing reports a log that starts after the server was up: it answers an HTTP request
+// StartsServing reports a log that starts after the server was up: it answers an HTTP request
 // before any line of startup (server_args, a phase line, uvicorn's own lines). Prefill and
 // Decode lines alone do not say so: an offline Engine prints them without any HTTP server.
-func startsServing(lines []sglang.Line) bool {
+func StartsServing(lines []sglang.Line) bool {
 	for _, l := range lines {
 		switch k := l.Event.Kind; {
 		case k == sglang.KindAccess:
 			return true
-		case k == sglang.KindUvicornStarted || k == sglang.KindUvicornRunning || k == sglang.KindUvicornWaiting || k == sglang.KindUvicornComplete:
-			return false
-		case phaseOf(k) != "" && phaseOf(k) != "failure":
+		case sglang.StageOf(k).InPhase:
 			return false
 		}
 	}

@@ -1,7 +1,8 @@
 // Package scenarios is the unit users share: one SGLang launch incident as a YAML file (what
 // ran, on which host, what the server printed and did, and the ground truth a readiness tool
 // is judged against), the embedded catalogue of real incidents, the startup model that turns
-// flags and a host into a replay.Timeline, and authoring of scenarios from captured logs.
+// flags and a host into a replay.Timeline, and the redaction rules scenarios/author applies
+// when it writes a scenario from a captured log.
 //
 // Nothing in a scenario file executes: it holds data only (no commands, no hooks).
 package scenarios

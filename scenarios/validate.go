@@ -16,6 +16,9 @@ import (
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 
+// ValidName reports a scenario name that is an id: lower-case letters, digits and dashes.
+func ValidName(name string) bool { return nameRE.MatchString(name) }
+
 // validate checks everything the decoder cannot: required fields, references, orders.
 func (s *Scenario) validate() []Problem {
 	var ps []Problem

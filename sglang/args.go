@@ -246,8 +246,6 @@ func looksLikeFlag(s string) bool {
 	return err != nil
 }
 
-func pyRepr(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
-
 func (s *argSpec) set(a *ServerArgs, vals []string) error {
 	bad := func(typ, v string) error {
 		return &ArgsError{fmt.Sprintf("argument %s: invalid %s value: %s", s.label(), typ, pyRepr(v))}
@@ -320,64 +318,6 @@ func contains(xs []string, s string) bool {
 	return false
 }
 
-// Argv renders the arguments back as flags: --model-path first, then every flag whose value
-// differs from the default, in table order, "--flag value" (or "--flag=-value" where the
-// value starts with a dash). ParseArgs(a.Argv()) == a.
-func (a ServerArgs) Argv() []string {
-	def := DefaultServerArgs()
-	var out []string
-	// A value that argparse would take for an option ("-x") must be glued on with "=".
-	kv := func(name, v string) {
-		if looksLikeFlag(v) {
-			out = append(out, name+"="+v)
-		} else {
-			out = append(out, name, v)
-		}
-	}
-	kv("--model-path", a.ModelPath)
-	for i := range argSpecs {
-		s := &argSpecs[i]
-		if s.names[0] == "--model-path" {
-			continue
-		}
-		name := s.names[0]
-		switch p := s.get(&a).(type) {
-		case *string:
-			if *p != *s.get(&def).(*string) {
-				kv(name, *p)
-			}
-		case *int:
-			if *p != *s.get(&def).(*int) {
-				out = append(out, name, strconv.Itoa(*p))
-			}
-		case **int:
-			if *p != nil {
-				out = append(out, name, strconv.Itoa(**p))
-			}
-		case *float64:
-			if *p != *s.get(&def).(*float64) {
-				out = append(out, name, strconv.FormatFloat(*p, 'g', -1, 64))
-			}
-		case **float64:
-			if *p != nil {
-				out = append(out, name, strconv.FormatFloat(**p, 'g', -1, 64))
-			}
-		case *bool:
-			if *p {
-				out = append(out, name)
-			}
-		case *[]int:
-			if len(*p) > 0 {
-				out = append(out, name)
-				for _, n := range *p {
-					out = append(out, strconv.Itoa(n))
-				}
-			}
-		}
-	}
-	return out
-}
-
 // Ranks is the number of scheduler processes across all nodes, each of which prints per-rank
 // lines and allocates its own HiCache host pool: tp × pp, times dp when DP runs separate
 // replicas (without --enable-dp-attention; with it, DP ranks share the TP group). EP and
@@ -407,76 +347,4 @@ func (a ServerArgs) ServedName() string {
 // URL is the base URL SGLang's own warmup uses: http://host:port, IPv6 hosts bracketed.
 func (a ServerArgs) URL() string {
 	return "http://" + net.JoinHostPort(a.Host, strconv.Itoa(a.Port))
-}
-
-// Repr prints the args the way the server_args= line shows them: a dataclass repr
-// ServerArgs(model_path='...', ...) or, with dict=true (era C), {'model_path': '...', ...}.
-// Only the modelled fields appear, in table order.
-func (a ServerArgs) Repr(dict bool) string {
-	var b strings.Builder
-	if dict {
-		b.WriteByte('{')
-	} else {
-		b.WriteString("ServerArgs(")
-	}
-	for i := range argSpecs {
-		s := &argSpecs[i]
-		key := strings.ReplaceAll(strings.TrimPrefix(s.names[0], "--"), "-", "_")
-		var v string
-		switch p := s.get(&a).(type) {
-		case *string:
-			if *p == "" && key != "model_path" {
-				v = "None"
-			} else {
-				v = pyRepr(*p)
-			}
-		case *int:
-			v = strconv.Itoa(*p)
-		case **int:
-			v = "None"
-			if *p != nil {
-				v = strconv.Itoa(**p)
-			}
-		case *float64:
-			v = pyFloat(*p)
-		case **float64:
-			v = "None"
-			if *p != nil {
-				v = pyFloat(**p)
-			}
-		case *bool:
-			v = pyBool(*p)
-		case *[]int:
-			v = "None"
-			if len(*p) > 0 {
-				s := make([]string, len(*p))
-				for i, n := range *p {
-					s[i] = strconv.Itoa(n)
-				}
-				v = "[" + strings.Join(s, ", ") + "]"
-			}
-		}
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if dict {
-			b.WriteString("'" + key + "': " + v)
-		} else {
-			b.WriteString(key + "=" + v)
-		}
-	}
-	if dict {
-		b.WriteByte('}')
-	} else {
-		b.WriteByte(')')
-	}
-	return b.String()
-}
-
-func pyFloat(f float64) string {
-	s := strconv.FormatFloat(f, 'g', -1, 64)
-	if !strings.ContainsAny(s, ".eE") {
-		s += ".0"
-	}
-	return s
 }

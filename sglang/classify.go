@@ -97,6 +97,8 @@ func sglangMessage(m string) (Event, bool) {
 	if m == "" {
 		return Event{}, false
 	}
+	var e Event
+	ok := false
 	switch m[0] {
 	case 'P':
 		if strings.HasPrefix(m, "Prefill batch") {
@@ -106,6 +108,24 @@ func sglangMessage(m string) (Event, bool) {
 		if strings.HasPrefix(m, "Decode batch") {
 			return parseBatch(KindDecode, m, len("Decode batch"))
 		}
+	case 'I', 'L', 'U':
+		e, ok = loadMessage(m)
+	case 'T', 'K', 'M', 'm', 'A':
+		e, ok = memoryMessage(m)
+	case 'C':
+		e, ok = captureMessage(m)
+	case 'E', 'W', 'F', 'H', 'S', 'R', 's', 'N', 0xe5:
+		e, ok = failureMessage(m)
+	}
+	if ok {
+		return e, true
+	}
+	return knownInfo(m)
+}
+
+// loadMessage recognises the distributed-init and weight-load messages.
+func loadMessage(m string) (Event, bool) {
+	switch m[0] {
 	case 'I':
 		switch {
 		case strings.HasPrefix(m, "INFO:"):
@@ -156,6 +176,13 @@ func sglangMessage(m string) (Event, bool) {
 		case strings.HasPrefix(m, msgKVDtype):
 			return exact(Event{Kind: KindKVDtype, Fields: fieldsOf("dtype", m[len(msgKVDtype):])}, m), true
 		}
+	}
+	return Event{}, false
+}
+
+// memoryMessage recognises the KV pool, ready and traceback messages.
+func memoryMessage(m string) (Event, bool) {
+	switch m[0] {
 	case 'T':
 		switch {
 		case strings.HasPrefix(m, msgKVAvailable):
@@ -187,6 +214,27 @@ func sglangMessage(m string) (Event, bool) {
 				return exact(Event{Kind: KindMemPoolEnd, Fields: fieldsOf("avail_mem", g[1])}, m), true
 			}
 		}
+	case 'm':
+		if strings.HasPrefix(m, msgLimits) {
+			if g := reLimits.FindStringSubmatch(m); g != nil {
+				fs := fieldsOf("max_total_num_tokens", g[1])
+				fs = optFields(fs, "chunked_prefill_size", g[2])
+				fs = append(fs, Field{"max_prefill_tokens", g[3]}, Field{"max_running_requests", g[4]}, Field{"context_len", g[5]})
+				fs = optFields(fs, "available_gpu_mem", g[6])
+				return exact(Event{Kind: KindLimits, Fields: fs}, m), true
+			}
+		}
+	case 'A':
+		if g := reHiCache.FindStringSubmatch(m); g != nil {
+			return exact(Event{Kind: KindHiCacheAlloc, Fields: fieldsOf("size_gb", g[1])}, m), true
+		}
+	}
+	return Event{}, false
+}
+
+// captureMessage recognises the CUDA graph capture messages.
+func captureMessage(m string) (Event, bool) {
+	switch m[0] {
 	case 'C':
 		switch {
 		case strings.HasPrefix(m, msgCGBegin):
@@ -225,20 +273,13 @@ func sglangMessage(m string) (Event, bool) {
 				return e, true
 			}
 		}
-	case 'm':
-		if strings.HasPrefix(m, msgLimits) {
-			if g := reLimits.FindStringSubmatch(m); g != nil {
-				fs := fieldsOf("max_total_num_tokens", g[1])
-				fs = optFields(fs, "chunked_prefill_size", g[2])
-				fs = append(fs, Field{"max_prefill_tokens", g[3]}, Field{"max_running_requests", g[4]}, Field{"context_len", g[5]})
-				fs = optFields(fs, "available_gpu_mem", g[6])
-				return exact(Event{Kind: KindLimits, Fields: fs}, m), true
-			}
-		}
-	case 'A':
-		if g := reHiCache.FindStringSubmatch(m); g != nil {
-			return exact(Event{Kind: KindHiCacheAlloc, Fields: fieldsOf("size_gb", g[1])}, m), true
-		}
+	}
+	return Event{}, false
+}
+
+// failureMessage recognises the launcher, exception and watchdog messages.
+func failureMessage(m string) (Event, bool) {
+	switch m[0] {
 	case 'E':
 		switch {
 		case strings.HasPrefix(m, msgTimings):
@@ -305,330 +346,5 @@ func sglangMessage(m string) (Event, bool) {
 			return Event{Kind: KindKilled, Text: m}, true
 		}
 	}
-	return knownInfo(m)
-}
-
-// captureLine reads the capture phase lines worded "Capture <what> graph begin." and
-// "... end." (2026: "Capture target decode CUDA graph begin. backend=..., avail mem=X GB";
-// "... end. elapsed=X s, mem usage=Y GB, avail mem=Z GB.").
-func captureLine(m string) (Event, bool) {
-	g := reCapture.FindStringSubmatch(m)
-	if g == nil {
-		return Event{}, false
-	}
-	val := func(re *regexp.Regexp) string {
-		if v := re.FindStringSubmatch(m); v != nil {
-			return v[1]
-		}
-		return ""
-	}
-	if g[1] == "begin" {
-		return exact(Event{Kind: KindCGBegin, Fields: optFields(nil, "avail_mem", val(reAvailMem))}, m), true
-	}
-	el := val(reElapsed)
-	if el == "" {
-		return Event{}, false
-	}
-	fs := fieldsOf("elapsed", el)
-	if mu, av := val(reMemUsage), val(reAvailMem); mu != "" && av != "" {
-		fs = append(fs, Field{"mem_usage", mu}, Field{"avail_mem", av})
-	}
-	return exact(Event{Kind: KindCGEnd, Fields: fs}, m), true
-}
-
-// withVerbatimPrefix handles "Scheduler hit an exception:" without the space: the canonical
-// render adds one, so the message is not exact; keep it as Unknown-like text instead.
-func (e Event) withVerbatimPrefix(m string) Event {
-	if string(appendMessage(nil, e, Profile{})) != m {
-		return Event{Kind: KindUnknown, Text: m}
-	}
-	return e
-}
-
-func watchdog(m string) (Event, bool) {
-	g := reWatchdog.FindStringSubmatch(m)
-	if g == nil {
-		return Event{}, false
-	}
-	fs := optFields(nil, "who", g[1])
-	fs = append(fs, Field{"timeout", g[2]})
-	fs = optFields(fs, "soft", g[3])
-	return exact(Event{Kind: KindWatchdog, Fields: fs}, m), true
-}
-
-func cgBar(m string) (Event, bool) {
-	g := reCGBar.FindStringSubmatch(m)
-	if g == nil {
-		return Event{}, false
-	}
-	fs := optFields(nil, "bs", g[1], "avail_mem", g[2])
-	fs = append(fs, Field{"pct", g[3]}, Field{"bar", g[4]}, Field{"done", g[5]}, Field{"total", g[6]},
-		Field{"elapsed", g[7]}, Field{"remaining", g[8]}, Field{"rate", g[9]})
-	return exact(Event{Kind: KindCGProgress, Fields: fs}, m), true
-}
-
-func uvicornInfo(m string) (Event, bool) {
-	rest := m[len("INFO:"):]
-	switch {
-	case strings.HasPrefix(rest, "     Started server process ["):
-		if g := reUviPid.FindStringSubmatch(m); g != nil {
-			return exact(Event{Kind: KindUvicornStarted, Fields: fieldsOf("pid", g[1])}, m), true
-		}
-	case m == msgUviWaiting:
-		return Event{Kind: KindUvicornWaiting}, true
-	case m == msgUviComplete:
-		return Event{Kind: KindUvicornComplete}, true
-	case strings.HasPrefix(m, msgUviRunning):
-		if g := reUviRun.FindStringSubmatch(m); g != nil {
-			return exact(Event{Kind: KindUvicornRunning, Fields: fieldsOf("scheme", g[1], "host", g[2], "port", g[3])}, m), true
-		}
-	case m == uviInfo+"Waiting for application shutdown." || m == uviInfo+"Application shutdown complete.":
-		return Event{Kind: KindUvicornShutdown, Text: m[len(uviInfo):]}, true
-	}
-	if e, ok := accessLine(m); ok {
-		return e, true
-	}
-	if g := reAccess.FindStringSubmatch(m); g != nil {
-		fs := fieldsOf("client", g[1], "method", g[2], "path", g[3], "proto", g[4], "status", g[5], "reason", g[6])
-		return exact(Event{Kind: KindAccess, Fields: fs}, m), true
-	}
 	return Event{}, false
-}
-
-// accessLine is the hand-written fast path for uvicorn access lines, the most common line of a
-// probed server: it accepts only the exact canonical shape, so the event renders back as is.
-func accessLine(m string) (Event, bool) {
-	rest, ok := strings.CutPrefix(m, uviInfo)
-	if !ok {
-		return Event{}, false
-	}
-	i := strings.Index(rest, ` - "`)
-	if i <= 0 || strings.IndexByte(rest[:i], ' ') >= 0 {
-		return Event{}, false
-	}
-	client := rest[:i]
-	rest = rest[i+4:]
-	j := strings.IndexByte(rest, '"')
-	if j < 0 {
-		return Event{}, false
-	}
-	req := rest[:j]
-	rest = rest[j+1:]
-	sp1 := strings.IndexByte(req, ' ')
-	sp2 := strings.LastIndexByte(req, ' ')
-	if sp1 <= 0 || sp2 <= sp1+1 || !strings.HasPrefix(req[sp2+1:], "HTTP/") || strings.IndexByte(req[sp1+1:sp2], ' ') >= 0 {
-		return Event{}, false
-	}
-	if len(rest) < 4 || rest[0] != ' ' || !allDigits(rest[1:4]) {
-		return Event{}, false
-	}
-	status, reason := rest[1:4], ""
-	if len(rest) > 4 {
-		if rest[4] != ' ' || len(rest) == 5 {
-			return Event{}, false
-		}
-		reason = rest[5:]
-	}
-	for k := 0; k < sp1; k++ {
-		if req[k] < 'A' || req[k] > 'Z' {
-			return Event{}, false
-		}
-	}
-	fs := make(Fields, 6)
-	fs[0], fs[1], fs[2] = Field{"client", client}, Field{"method", req[:sp1]}, Field{"path", req[sp1+1 : sp2]}
-	fs[3], fs[4], fs[5] = Field{"proto", req[sp2+1:]}, Field{"status", status}, Field{"reason", reason}
-	return Event{Kind: KindAccess, Fields: fs}, true
-}
-
-// parseBatch splits a Prefill/Decode line into its printed fields: "label: value" pieces
-// separated by ", ", in order, so new, missing or reordered fields all round-trip.
-func parseBatch(k Kind, m string, n int) (Event, bool) {
-	rest := m[n:]
-	var fs Fields
-	if strings.HasPrefix(rest, " [") {
-		end := strings.IndexByte(rest, ']')
-		if end < 3 || !allDigits(rest[2:end]) {
-			return Event{}, false
-		}
-		fs = append(make(Fields, 0, 12), Field{"iter", rest[2:end]})
-		rest = rest[end+1:]
-	}
-	if len(rest) < 2 || (rest[0] != '.' && rest[0] != ',') || rest[1] != ' ' {
-		return Event{}, false
-	}
-	sep := rest[:1]
-	body := rest[2:]
-	// Whatever trails the last value (", " on mid-2025 Decode lines) goes back with the separator.
-	t := len(body)
-	for t > 0 && (body[t-1] == ',' || body[t-1] == ' ') {
-		t--
-	}
-	tail := body[t:]
-	body = body[:t]
-	if fs == nil {
-		fs = make(Fields, 0, 10)
-	}
-	// One pass: ", " ends a piece, the first ": " in a piece splits label from value.
-	first := true
-	pieceStart, colon := 0, -1
-	emit := func(end int) {
-		piece := body[pieceStart:end]
-		var f Field
-		if colon > pieceStart && !(first && body[pieceStart:colon] == "iter") {
-			f = Field{body[pieceStart:colon], body[colon+2 : end]}
-		} else {
-			f = Field{"", piece}
-		}
-		fs = append(fs, f)
-		first = false
-	}
-	for i := 0; i+1 < len(body); i++ {
-		switch body[i] {
-		case ':':
-			if colon < 0 && body[i+1] == ' ' {
-				colon = i
-			}
-		case ',':
-			if body[i+1] == ' ' {
-				emit(i)
-				pieceStart, colon = i+2, -1
-				i++
-			}
-		}
-	}
-	if body != "" {
-		emit(len(body))
-	}
-	if len(fs) == 0 {
-		fs = nil
-	}
-	return Event{Kind: k, Fields: fs, Text: sep + tail}, true
-}
-
-func allDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !isDigit(s[i]) {
-			return false
-		}
-	}
-	return s != ""
-}
-
-// bareLine recognises lines that never carry SGLang's header: bars, traceback parts, foreign
-// output and paste furniture.
-func bareLine(s string) (Event, bool) {
-	c := s[0]
-	if c == ' ' || c == '\t' {
-		t := strings.TrimLeft(s, " \t")
-		switch {
-		case strings.HasPrefix(t, `File "`):
-			return Event{Kind: KindTraceback, Text: s}, true
-		case reCaret.MatchString(s):
-			return Event{Kind: KindTraceback, Text: s}, true
-		}
-	}
-	if strings.HasPrefix(s, `File "`) { // HE5: indentation stripped by a Markdown render
-		return Event{Kind: KindTraceback, Text: s}, true
-	}
-	if strings.HasPrefix(s, "The above exception was the direct cause") || strings.HasPrefix(s, "During handling of the above exception") {
-		return Event{Kind: KindTraceback, Text: s}, true
-	}
-	if lib, ok := libraryPrints[s]; ok {
-		return foreign(lib, s), true
-	}
-	if strings.Contains(s, "it [") && reCountBar.MatchString(s) {
-		return foreign("tqdm", s), true
-	}
-	if strings.IndexByte(s, '%') >= 0 && (strings.Contains(s, "it]") || strings.Contains(s, "it/s]")) {
-		if e, ok := cgBar(s); ok {
-			return e, true
-		}
-		if reAnyBar.MatchString(s) {
-			return foreign("tqdm", s), true
-		}
-	}
-	switch {
-	case (c == 'I' || c == 'W' || c == 'E' || c == 'F') && reGlog.MatchString(s):
-		return foreign("glog", s), true
-	case c == '[':
-		if reC10D.MatchString(s) {
-			return foreign("c10d", s), true
-		}
-		if g := reTag.FindStringSubmatch(s); g != nil {
-			return foreign(strings.ToLower(g[1]), s), true
-		}
-	case c == 'D' && reKubectl.MatchString(s):
-		return foreign("kubectl", s), true
-	}
-	if strings.Contains(s, ".py:") && rePyWarn.MatchString(s) {
-		if strings.HasSuffix(s, msgServeWarning) {
-			return Event{Kind: KindLaunchWarning, Text: s}, true
-		}
-		return foreign("pywarn", s), true
-	}
-	if strings.Contains(s, " - ") && rePyLib.MatchString(s) {
-		return foreign("pylib", s), true
-	}
-	if reVLLM.MatchString(s) {
-		return foreign("vllm", s), true
-	}
-	if strings.Contains(s, " NCCL ") && reNCCL.MatchString(s) {
-		return foreign("nccl", s), true
-	}
-	if reFence.MatchString(s) || reHTML.MatchString(s) || rePrompt.MatchString(s) {
-		return foreign("paste", s), true
-	}
-	return Event{}, false
-}
-
-func foreign(src, s string) Event {
-	return Event{Kind: KindForeign, Fields: Fields{{"source", src}}, Text: s}
-}
-
-// exceptionLine recognises "Type: message" (EXC_LINE) and the kinds that are exceptions with
-// a known message: CUDA OOM, the HiCache host-memory check, NCCL errors.
-func exceptionLine(s string) (Event, bool) {
-	i := 0
-	for i < len(s) && (isLetter(s[i]) || isDigit(s[i]) || s[i] == '_' || s[i] == '.') {
-		i++
-	}
-	if i == 0 || isDigit(s[0]) || s[0] == '.' {
-		return Event{}, false
-	}
-	exc := s[:i]
-	ok := false
-	for _, suf := range [...]string{"Error", "Exception", "Exit", "Interrupt", "Warning"} {
-		if strings.HasSuffix(exc, suf) {
-			ok = true
-			break
-		}
-	}
-	if !ok {
-		return Event{}, false
-	}
-	rest := s[i:]
-	var msg string
-	switch {
-	case rest == "":
-	case strings.HasPrefix(rest, ": ") && len(rest) > 2:
-		msg = rest[2:]
-	default:
-		return Event{}, false
-	}
-	if g := reCUDAOOM.FindStringSubmatch(msg); g != nil {
-		return Event{Kind: KindCUDAOOM, Fields: fieldsOf("amount", g[1], "unit", g[2]), Text: s}, true
-	}
-	if strings.Contains(msg, "CUDA out of memory.") { // the amount is on a line of its own (a reflowed message)
-		return Event{Kind: KindCUDAOOM, Text: s}, true
-	}
-	if g := reHostOOM.FindStringSubmatch(msg); g != nil && exc == "ValueError" {
-		return exact(Event{Kind: KindHostMemError, Fields: fieldsOf("requested_gb", g[1], "free_gb", g[2])}, s), true
-	}
-	if g := reErrno98.FindStringSubmatch(msg); g != nil {
-		return exact(Event{Kind: KindErrno98, Fields: optFields(nil, "host", g[1], "port", g[2])}, s), true
-	}
-	if d, ok := strings.CutPrefix(msg, msgNCCL); ok {
-		return Event{Kind: KindNCCLError, Fields: fieldsOf("exc", exc), Text: d}, true
-	}
-	return Event{Kind: KindException, Fields: fieldsOf("exc", exc), Text: msg}, true
 }

@@ -8,7 +8,7 @@ import "strings"
 // separator of its first batch lines and the optional fields of its startup lines. A log
 // without markers gets era C.
 func DetectProfile(lines []Line) Profile {
-	var score [EraC + 1]int
+	var score eraScore
 	var prefill, decode *Event
 	sawRanks, onlyTP0 := false, true
 	for i := range lines {
@@ -21,77 +21,18 @@ func DetectProfile(lines []Line) Profile {
 				}
 			}
 		}
-		switch e.Kind {
-		case KindPrefill, KindDecode:
-			if e.Kind == KindPrefill && prefill == nil {
-				prefill = e
-			}
-			if e.Kind == KindDecode && decode == nil {
-				decode = e
-			}
-			if strings.HasPrefix(e.Text, ",") {
-				score[EraC] += 3
-			} else if _, ok := e.Fields.Get(LabelCacheHitRate); ok {
-				score[EraA] += 2
-			} else if _, ok := e.Fields.Get(LabelCUDAGraph); !ok && e.Kind == KindDecode {
-				score[EraA] += 2
-			} else {
-				score[EraA]++
-				score[EraB]++
-			}
-			if e.Kind == KindDecode && len(e.Text) > 1 && strings.Contains(e.Text[1:], ",") {
-				score[EraB] += 2
-			}
-		case KindKVAvailable:
-			score[EraB]++
-		case KindLimits:
-			if _, ok := e.Fields.Get("available_gpu_mem"); ok {
-				score[EraB]++
-			} else {
-				score[EraA]++
-			}
-		case KindStartupTimings, KindFreezeGC, KindDeprecated, KindSubprocessCrash, KindLaunchWarning:
-			score[EraC] += 3
-		case KindServerArgs:
-			if strings.HasPrefix(e.Text, "{") {
-				score[EraC] += 3
-			} else {
-				score[EraA]++
-				score[EraB]++
-			}
-		case KindAccess:
-			if p, _ := e.Fields.Get("path"); p == "/model_info" || p == "/server_info" {
-				score[EraC] += 2
-			}
-		case KindKVAlloc:
-			if _, ok := e.Fields.Get("tokens"); !ok {
-				score[EraA] += 2
-			}
-		case KindLoadEnd:
-			if _, ok := e.Fields.Get("mem_usage"); !ok {
-				score[EraA] += 2
-			}
-		case KindSigquitChild:
-			if strings.Contains(e.Text, "proces.") && !strings.Contains(e.Text, "process.") {
-				score[EraA] += 2
-			}
-		case KindWatchdog:
-			if _, ok := e.Fields.Get("who"); ok {
-				score[EraB]++
-			} else {
-				score[EraA]++
-			}
+		if e.Kind == KindPrefill && prefill == nil {
+			prefill = e
 		}
+		if e.Kind == KindDecode && decode == nil {
+			decode = e
+		}
+		score.vote(e)
 	}
 	if sawRanks && onlyTP0 {
 		score[EraA]++
 	}
-	era := EraC
-	if score[EraA] > score[EraC] && score[EraA] >= score[EraB] {
-		era = EraA
-	} else if score[EraB] > score[EraC] {
-		era = EraB
-	}
+	era := score.era()
 	p := ProfileFor(era)
 	p.Name = "detected-" + era.String()
 	if sawRanks && onlyTP0 {
@@ -109,6 +50,87 @@ func DetectProfile(lines []Line) Profile {
 		}
 	}
 	return p
+}
+
+// eraScore counts each era's votes.
+type eraScore [EraC + 1]int
+
+// era is the era with the most votes; C wins ties with it, A wins ties with B.
+func (score *eraScore) era() Era {
+	switch {
+	case score[EraA] > score[EraC] && score[EraA] >= score[EraB]:
+		return EraA
+	case score[EraB] > score[EraC]:
+		return EraB
+	}
+	return EraC
+}
+
+// vote adds what one line says of its era.
+func (score *eraScore) vote(e *Event) {
+	switch e.Kind {
+	case KindPrefill, KindDecode:
+		if strings.HasPrefix(e.Text, ",") {
+			score[EraC] += 3
+		} else if _, ok := e.Fields.Get(LabelCacheHitRate); ok {
+			score[EraA] += 2
+		} else if _, ok := e.Fields.Get(LabelCUDAGraph); !ok && e.Kind == KindDecode {
+			score[EraA] += 2
+		} else {
+			score[EraA]++
+			score[EraB]++
+		}
+		if e.Kind == KindDecode && len(e.Text) > 1 && strings.Contains(e.Text[1:], ",") {
+			score[EraB] += 2
+		}
+	case KindKVAvailable:
+		score[EraB]++
+	case KindLimits:
+		if _, ok := e.Fields.Get("available_gpu_mem"); ok {
+			score[EraB]++
+		} else {
+			score[EraA]++
+		}
+	case KindStartupTimings, KindFreezeGC, KindDeprecated, KindSubprocessCrash, KindLaunchWarning:
+		score[EraC] += 3
+	case KindServerArgs:
+		if strings.HasPrefix(e.Text, "{") {
+			score[EraC] += 3
+		} else {
+			score[EraA]++
+			score[EraB]++
+		}
+	default:
+		score.voteField(e)
+	}
+}
+
+// voteField votes on the optional fields and wording of single lines.
+func (score *eraScore) voteField(e *Event) {
+	switch e.Kind {
+	case KindAccess:
+		if p, _ := e.Fields.Get("path"); p == "/model_info" || p == "/server_info" {
+			score[EraC] += 2
+		}
+	case KindKVAlloc:
+		if _, ok := e.Fields.Get("tokens"); !ok {
+			score[EraA] += 2
+		}
+	case KindLoadEnd:
+		if _, ok := e.Fields.Get("mem_usage"); !ok {
+			score[EraA] += 2
+		}
+	case KindSigquitChild:
+		if strings.Contains(e.Text, "proces.") && !strings.Contains(e.Text, "process.") {
+			score[EraA] += 2
+		}
+	case KindWatchdog:
+		if _, ok := e.Fields.Get("who"); ok {
+			score[EraB]++
+		} else {
+			score[EraA]++
+		}
+	}
 }
 
 func labels(fs Fields) []string {

@@ -1,6 +1,7 @@
-// Package sglang models what SGLang is from the outside: its launch flags, its version
-// profiles (eras A, B, C) and its log language, parsed into typed events and rendered back
-// as the exact lines a given version prints.
+// Package sglang models what SGLang is from the outside: its launch flags and server_args
+// repr, its version profiles (eras A, B, C), its startup phases and failure signatures, its
+// memory checks, and its log language, parsed into typed events and rendered back as the
+// exact lines a given version prints.
 package sglang
 
 import (

@@ -2,7 +2,6 @@ package sglang
 
 import (
 	"time"
-	"unicode/utf8"
 )
 
 // Render returns the exact line profile p prints for e, without a trailing newline. The header
@@ -143,28 +142,47 @@ const (
 	msgServeWarning  = "'python -m sglang.launch_server' is still supported, but 'sglang serve' is the recommended entrypoint."
 )
 
+// appendMessage renders the message part of a line (after the header): the canonical wording
+// of its kind filled with its fields, or Text for verbatim kinds that deviate.
 func appendMessage(dst []byte, e Event, p Profile) []byte {
 	if e.Kind < numKinds && verbatimKinds[e.Kind] && e.Text != "" {
 		return append(dst, e.Text...)
 	}
+	if out, ok := appendStartupMessage(dst, e); ok {
+		return out
+	}
+	if out, ok := appendCaptureMessage(dst, e); ok {
+		return out
+	}
+	if out, ok := appendHTTPMessage(dst, e, p); ok {
+		return out
+	}
+	if out, ok := appendFailureMessage(dst, e); ok {
+		return out
+	}
+	return append(dst, e.Text...)
+}
+
+// appendStartupMessage renders the launch, weight-load and KV pool lines.
+func appendStartupMessage(dst []byte, e Event) ([]byte, bool) {
 	f := e.Fields
 	g := func(k string) string { v, _ := f.Get(k); return v }
 	switch e.Kind {
 	case KindServerArgs:
-		return append(append(dst, "server_args="...), e.Text...)
+		return append(append(dst, "server_args="...), e.Text...), true
 	case KindDistInitBegin:
-		return append(dst, msgDistInitBegin...)
+		return append(dst, msgDistInitBegin...), true
 	case KindDistInitEnd:
-		return append(append(append(dst, msgDistInitEnd...), g("mem_usage")...), " GB"...)
+		return append(append(append(dst, msgDistInitEnd...), g("mem_usage")...), " GB"...), true
 	case KindLoadBegin:
-		return append(append(append(dst, msgLoadBegin...), g("avail_mem")...), " GB"...)
+		return append(append(append(dst, msgLoadBegin...), g("avail_mem")...), " GB"...), true
 	case KindWeightsFormat:
-		return append(append(dst, msgWeightsFormat...), e.Text...)
+		return append(append(dst, msgWeightsFormat...), e.Text...), true
 	case KindShardProgress:
 		dst = append(dst, msgShards...)
 		dst = appendPct(dst, g("pct"))
 		dst = append(dst, "% Completed | "...)
-		return appendTQDMTail(dst, f)
+		return appendTQDMTail(dst, f), true
 	case KindLoadEnd:
 		dst = append(append(dst, msgLoadEnd...), g("type")...)
 		dst = append(append(dst, ", dtype="...), g("dtype")...)
@@ -172,11 +190,11 @@ func appendMessage(dst []byte, e Event, p Profile) []byte {
 		if v, ok := f.Get("mem_usage"); ok {
 			dst = append(append(append(dst, ", mem usage="...), v...), " GB."...)
 		}
-		return dst
+		return dst, true
 	case KindKVDtype:
-		return append(append(dst, msgKVDtype...), g("dtype")...)
+		return append(append(dst, msgKVDtype...), g("dtype")...), true
 	case KindKVAvailable:
-		return append(append(append(dst, msgKVAvailable...), g("avail_kv")...), " GB."...)
+		return append(append(append(dst, msgKVAvailable...), g("avail_kv")...), " GB."...), true
 	case KindKVAlloc:
 		dst = append(dst, msgKVAlloc...)
 		if v, ok := f.Get("dtype"); ok {
@@ -186,17 +204,26 @@ func appendMessage(dst []byte, e Event, p Profile) []byte {
 			dst = append(append(append(dst, "#tokens: "...), v...), ", "...)
 		}
 		dst = append(append(append(dst, "K size: "...), g("k_size")...), " GB, V size: "...)
-		return append(append(dst, g("v_size")...), " GB"...)
+		return append(append(dst, g("v_size")...), " GB"...), true
 	case KindMemPoolEnd:
-		return append(append(append(dst, msgPoolEnd...), g("avail_mem")...), " GB"...)
+		return append(append(append(dst, msgPoolEnd...), g("avail_mem")...), " GB"...), true
+	}
+	return dst, false
+}
+
+// appendCaptureMessage renders the CUDA graph, limits and HiCache lines.
+func appendCaptureMessage(dst []byte, e Event) ([]byte, bool) {
+	f := e.Fields
+	g := func(k string) string { v, _ := f.Get(k); return v }
+	switch e.Kind {
 	case KindCGBegin:
 		dst = append(dst, msgCGBegin...)
 		if v, ok := f.Get("avail_mem"); ok {
 			dst = append(append(append(dst, " avail mem="...), v...), " GB"...)
 		}
-		return dst
+		return dst, true
 	case KindCGBatchSizes:
-		return append(append(dst, msgCGBS...), e.Text...)
+		return append(append(dst, msgCGBS...), e.Text...), true
 	case KindCGProgress:
 		bs, hasBS := f.Get("bs")
 		avail, hasAvail := f.Get("avail_mem")
@@ -209,14 +236,14 @@ func appendMessage(dst []byte, e Event, p Profile) []byte {
 		}
 		dst = appendPct(dst, g("pct"))
 		dst = append(append(append(dst, "%|"...), g("bar")...), "| "...)
-		return appendTQDMTail(dst, f)
+		return appendTQDMTail(dst, f), true
 	case KindCGEnd:
 		dst = append(append(append(dst, msgCGEnd...), g("elapsed")...), " s"...)
 		if mu, ok := f.Get("mem_usage"); ok {
 			dst = append(append(append(dst, ". mem usage="...), mu...), " GB. avail mem="...)
 			dst = append(append(dst, g("avail_mem")...), " GB."...)
 		}
-		return dst
+		return dst, true
 	case KindLimits:
 		dst = append(append(dst, msgLimits...), g("max_total_num_tokens")...)
 		if v, ok := f.Get("chunked_prefill_size"); ok {
@@ -228,26 +255,35 @@ func appendMessage(dst []byte, e Event, p Profile) []byte {
 		if v, ok := f.Get("available_gpu_mem"); ok {
 			dst = append(append(append(dst, ", available_gpu_mem="...), v...), " GB"...)
 		}
-		return dst
+		return dst, true
 	case KindHiCacheAlloc:
-		return append(append(append(dst, msgHiCache...), g("size_gb")...), msgHiCacheTail...)
+		return append(append(append(dst, msgHiCache...), g("size_gb")...), msgHiCacheTail...), true
 	case KindHostMemError:
 		dst = append(append(append(dst, msgHostMem...), g("requested_gb")...), msgHostMemMid...)
-		return append(append(dst, g("free_gb")...), msgHostMemTail...)
+		return append(append(dst, g("free_gb")...), msgHostMemTail...), true
+	}
+	return dst, false
+}
+
+// appendHTTPMessage renders the uvicorn, access, ready and batch lines.
+func appendHTTPMessage(dst []byte, e Event, p Profile) ([]byte, bool) {
+	f := e.Fields
+	g := func(k string) string { v, _ := f.Get(k); return v }
+	switch e.Kind {
 	case KindStartupTimings:
-		return append(append(dst, msgTimings...), e.Text...)
+		return append(append(dst, msgTimings...), e.Text...), true
 	case KindUvicornStarted:
-		return append(append(append(dst, msgUviStarted...), g("pid")...), ']')
+		return append(append(append(dst, msgUviStarted...), g("pid")...), ']'), true
 	case KindUvicornWaiting:
-		return append(dst, msgUviWaiting...)
+		return append(dst, msgUviWaiting...), true
 	case KindUvicornComplete:
-		return append(dst, msgUviComplete...)
+		return append(dst, msgUviComplete...), true
 	case KindUvicornRunning:
 		dst = append(append(append(dst, msgUviRunning...), g("scheme")...), "://"...)
 		dst = append(append(append(dst, g("host")...), ':'), g("port")...)
-		return append(dst, msgUviRunTail...)
+		return append(dst, msgUviRunTail...), true
 	case KindUvicornShutdown:
-		return append(append(dst, uviInfo...), e.Text...)
+		return append(append(dst, uviInfo...), e.Text...), true
 	case KindAccess:
 		dst = append(append(append(dst, uviInfo...), g("client")...), ` - "`...)
 		dst = append(append(append(dst, g("method")...), ' '), g("path")...)
@@ -255,39 +291,48 @@ func appendMessage(dst []byte, e Event, p Profile) []byte {
 		if r := g("reason"); r != "" {
 			dst = append(append(dst, ' '), r...)
 		}
-		return dst
+		return dst, true
 	case KindDeprecated:
 		dst = append(append(append(dst, msgDeprecated...), g("old")...), msgDeprMid...)
-		return append(append(dst, g("new")...), msgDeprTail...)
+		return append(append(dst, g("new")...), msgDeprTail...), true
 	case KindFreezeGC, KindSigquitReceived, KindCUDAOOM, KindTraceback, KindForeign, KindUnknown, KindLaunchWarning:
-		return append(dst, e.Text...)
+		return append(dst, e.Text...), true
 	case KindReady:
-		return append(dst, msgReady...)
+		return append(dst, msgReady...), true
 	case KindPrefill, KindDecode:
-		return appendBatch(dst, e, p)
+		return appendBatch(dst, e, p), true
+	}
+	return dst, false
+}
+
+// appendFailureMessage renders the failure lines.
+func appendFailureMessage(dst []byte, e Event) ([]byte, bool) {
+	f := e.Fields
+	g := func(k string) string { v, _ := f.Get(k); return v }
+	switch e.Kind {
 	case KindHealthFailed:
 		dst = append(append(append(dst, msgHealthFailed...), g("seconds")...), msgHealthMid...)
-		return append(append(append(dst, g("tic")...), msgHealthTail...), g("last_heartbeat")...)
+		return append(append(append(dst, g("tic")...), msgHealthTail...), g("last_heartbeat")...), true
 	case KindSchedulerExc:
-		return append(append(dst, msgSchedExc...), e.Text...)
+		return append(append(dst, msgSchedExc...), e.Text...), true
 	case KindTracebackStart:
-		return append(dst, msgTBStart...)
+		return append(dst, msgTBStart...), true
 	case KindException:
 		dst = append(dst, g("exc")...)
 		if e.Text != "" {
 			dst = append(append(dst, ": "...), e.Text...)
 		}
-		return dst
+		return dst, true
 	case KindSigquitChild:
-		return append(dst, msgSigquitChild...)
+		return append(dst, msgSigquitChild...), true
 	case KindSubprocessCrash:
 		dst = append(append(append(dst, msgSubproc...), g("name")...), " (pid="...)
 		dst = append(append(append(dst, g("pid")...), ") crashed with exit code "...), g("code")...)
-		return append(dst, msgSubprocTail...)
+		return append(dst, msgSubprocTail...), true
 	case KindRankDead:
-		return append(append(append(dst, "Rank "...), g("rank")...), msgRankDeadTail...)
+		return append(append(append(dst, "Rank "...), g("rank")...), msgRankDeadTail...), true
 	case KindExitCode:
-		return append(append(dst, msgExitCode...), g("code")...)
+		return append(append(dst, msgExitCode...), g("code")...), true
 	case KindWatchdog:
 		who := g("who")
 		if who == "" {
@@ -299,73 +344,21 @@ func appendMessage(dst []byte, e Event, p Profile) []byte {
 		if v, ok := f.Get("soft"); ok {
 			dst = append(append(dst, ", self.soft="...), v...)
 		}
-		return append(dst, ')')
+		return append(dst, ')'), true
 	case KindInitFailed:
-		return append(append(dst, msgInitFailed...), e.Text...)
+		return append(append(dst, msgInitFailed...), e.Text...), true
 	case KindErrno98:
 		dst = append(append(append(dst, msgErrno98...), g("host")...), "', "...)
-		return append(append(dst, g("port")...), msgErrno98Tail...)
+		return append(append(dst, g("port")...), msgErrno98Tail...), true
 	case KindNCCLError:
 		if v, ok := f.Get("exc"); ok {
 			dst = append(append(dst, v...), ": "...)
 		}
-		return append(append(dst, msgNCCL...), e.Text...)
+		return append(append(dst, msgNCCL...), e.Text...), true
 	case KindKilled:
-		return append(dst, msgKilled...)
+		return append(dst, msgKilled...), true
 	case KindBlank:
-		return append(dst, e.Text...) // whitespace-only lines keep their blanks
+		return append(dst, e.Text...), true // whitespace-only lines keep their blanks
 	}
-	return append(dst, e.Text...)
-}
-
-// appendPct pads the percentage to three columns like tqdm's "{:3.0f}%".
-func appendPct(dst []byte, pct string) []byte {
-	for i := utf8.RuneCountInString(pct); i < 3; i++ {
-		dst = append(dst, ' ')
-	}
-	return append(dst, pct...)
-}
-
-// appendTQDMTail writes "done/total [elapsed<remaining, rate]"; rate is kept as printed,
-// including tqdm's left padding.
-func appendTQDMTail(dst []byte, f Fields) []byte {
-	g := func(k string) string { v, _ := f.Get(k); return v }
-	dst = append(append(append(dst, g("done")...), '/'), g("total")...)
-	dst = append(append(append(dst, " ["...), g("elapsed")...), '<')
-	dst = append(append(append(dst, g("remaining")...), ", "...), g("rate")...)
-	return append(dst, ']')
-}
-
-// appendBatch writes a Prefill/Decode line. Text carries the separator after "batch" ("." or
-// ",") followed by whatever trailed the last field (", " on mid-2025 Decode lines); an empty
-// Text takes the profile's separator. A field with key "iter" prints as " [N]" after "batch";
-// a field with an empty key prints its value alone (a piece that was not "label: value").
-func appendBatch(dst []byte, e Event, p Profile) []byte {
-	if e.Kind == KindPrefill {
-		dst = append(dst, "Prefill batch"...)
-	} else {
-		dst = append(dst, "Decode batch"...)
-	}
-	fs := e.Fields
-	if len(fs) > 0 && fs[0].Key == "iter" {
-		dst = append(append(append(dst, " ["...), fs[0].Value...), ']')
-		fs = fs[1:]
-	}
-	sep, tail := e.Text, ""
-	if sep == "" {
-		sep = p.batchSep()
-	} else {
-		sep, tail = e.Text[:1], e.Text[1:]
-	}
-	dst = append(append(dst, sep...), ' ')
-	for i, f := range fs {
-		if i > 0 {
-			dst = append(dst, ", "...)
-		}
-		if f.Key != "" {
-			dst = append(append(dst, f.Key...), ": "...)
-		}
-		dst = append(dst, f.Value...)
-	}
-	return append(dst, tail...)
+	return dst, false
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/incident-replay/incident-replay/scenarios"
+	"github.com/incident-replay/incident-replay/scenarios/author"
 	"github.com/spf13/cobra"
 )
 
@@ -42,6 +43,10 @@ groups and {n} is a stable pseudonym number (the order in which the rule first s
 the group named "key", or of the whole match); a value fully matching keep is left alone. The
 same input and rules always give the same output.
 
+The log is read as a stream and embedded in the scenario, so it must fit in a scenario file
+(scenarios.MaxFileBytes, 2 MiB): a longer capture is refused at the line that passes the limit;
+author the part that matters (the startup and its ending).
+
 A log without any timestamp is authored in file order: its lines are placed 100ms apart, or spread
 evenly over --duration D (timeline.recorded.spacing); the report says so.
 
@@ -50,7 +55,7 @@ parse) and compares it with the input by line kind and order, and by phase durat
 it prints the first differences and exits 1 on a mismatch.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := scenarios.AuthorOptions{Name: name, Duration: duration}
+			opts := author.Options{Name: name, Duration: duration}
 			return runAuthor(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), args[0], out, rulesFile, opts, check)
 		},
 	}
@@ -74,28 +79,10 @@ func rulesHelp(rules []scenarios.RedactRule) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-func runAuthor(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, logPath, out, rulesFile string, opts scenarios.AuthorOptions, check bool) error {
-	var data []byte
-	var err error
-	if logPath == "-" {
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(logPath)
-	}
+func runAuthor(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, logPath, out, rulesFile string, opts author.Options, check bool) error {
+	rules, err := authorRules(rulesFile)
 	if err != nil {
-		return fmt.Errorf("author: %w", err)
-	}
-	rules := scenarios.DefaultRedactRules()
-	if rulesFile != "" {
-		b, err := os.ReadFile(rulesFile)
-		if err != nil {
-			return fmt.Errorf("author: --redact-rules: %w", err)
-		}
-		extra, err := scenarios.ParseRedactRules(rulesFile, b)
-		if err != nil {
-			return err
-		}
-		rules = scenarios.MergeRedactRules(rules, extra)
+		return err
 	}
 	source := filepath.Base(logPath)
 	if logPath == "-" {
@@ -105,7 +92,20 @@ func runAuthor(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, l
 		}
 	}
 	opts.Source, opts.Rules = source, rules
-	a, err := scenarios.Author(ctx, bytes.NewReader(data), opts)
+	// The log streams through author; only --check on stdin keeps a copy, to compare against.
+	in := stdin
+	var stdinCopy bytes.Buffer
+	if logPath != "-" {
+		f, err := os.Open(logPath)
+		if err != nil {
+			return fmt.Errorf("author: %w", err)
+		}
+		defer f.Close()
+		in = f
+	} else if check {
+		in = io.TeeReader(stdin, &stdinCopy)
+	}
+	a, err := author.FromLog(ctx, in, opts)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,13 @@ func runAuthor(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, l
 	if !check {
 		return nil
 	}
-	res, err := scenarios.CheckAuthored(data, a.YAML, out, 10)
+	data := stdinCopy.Bytes()
+	if logPath != "-" {
+		if data, err = os.ReadFile(logPath); err != nil {
+			return fmt.Errorf("author --check: %w", err)
+		}
+	}
+	res, err := author.Check(data, a.YAML, out, 10)
 	if err != nil {
 		return fmt.Errorf("author --check: %w", err)
 	}
@@ -141,7 +147,24 @@ func runAuthor(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer, l
 	return errors.New("author --check: the replayed scenario differs from the log (see above)")
 }
 
-func printAuthorReport(w io.Writer, logPath string, r *scenarios.AuthorReport) {
+// authorRules are the default redaction rules with --redact-rules overlaid.
+func authorRules(rulesFile string) ([]scenarios.RedactRule, error) {
+	rules := scenarios.DefaultRedactRules()
+	if rulesFile == "" {
+		return rules, nil
+	}
+	b, err := os.ReadFile(rulesFile)
+	if err != nil {
+		return nil, fmt.Errorf("author: --redact-rules: %w", err)
+	}
+	extra, err := scenarios.ParseRedactRules(rulesFile, b)
+	if err != nil {
+		return nil, err
+	}
+	return scenarios.MergeRedactRules(rules, extra), nil
+}
+
+func printAuthorReport(w io.Writer, logPath string, r *author.Report) {
 	fmt.Fprintf(w, "%s: %d lines, profile %s (era %s), %d rank(s)\n", logPath, r.Lines, r.Profile, r.Era, r.Ranks)
 	fmt.Fprintf(w, "  flags: %s\n", r.Flags)
 	var ps []string

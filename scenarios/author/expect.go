@@ -1,23 +1,24 @@
-package scenarios
+package author
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/incident-replay/incident-replay/fault"
 	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/scenarios"
 	"github.com/incident-replay/incident-replay/sglang"
 )
 
-// DefaultLineSpacing is the gap Author assumes between the lines of a log without timestamps
+// DefaultLineSpacing is the gap FromLog assumes between the lines of a log without timestamps
 // when no duration is given.
 const DefaultLineSpacing = 100 * time.Millisecond
 
 // failureEnding names how a compiled recorded timeline ends and returns the faults the run
 // needs: a failure signature with no exit after it (the fatal-but-alive shape) gets a wedge
 // fault at that line, so the run's ground truth says dead there too.
-func failureEnding(c *Compiled) (string, []faultDraft) {
+func failureEnding(c *scenarios.Compiled) (string, []fault.Spec) {
 	failLine, exits, ready := -1, false, false
 	for i, en := range c.Timeline.Entries {
 		switch en.Op {
@@ -28,7 +29,7 @@ func failureEnding(c *Compiled) (string, []faultDraft) {
 			if k == sglang.KindReady && failLine < 0 {
 				ready = true
 			}
-			if failureKind(k) && failLine < 0 && k != sglang.KindHealthFailed {
+			if sglang.IsFailure(k) && failLine < 0 && k != sglang.KindHealthFailed {
 				failLine = i
 			}
 		}
@@ -39,7 +40,7 @@ func failureEnding(c *Compiled) (string, []faultDraft) {
 	case failLine >= 0:
 		ev := c.Timeline.Entries[failLine].Event
 		ev.Time = time.Time{}
-		return signature(c.Timeline, failLine), []faultDraft{{kind: "wedge", afterLine: sglang.Render(ev, c.Profile)}}
+		return signature(c.Timeline, failLine), []fault.Spec{{Kind: fault.Wedge, AfterLine: sglang.Render(ev, c.Profile)}}
 	case ready:
 		return "ready", nil
 	case exits:
@@ -50,40 +51,65 @@ func failureEnding(c *Compiled) (string, []faultDraft) {
 	return "log ends without ready or a failure signature", nil
 }
 
+// signature names a failure by its kind and the message that identifies it.
+func signature(tl replay.Timeline, i int) string {
+	// The identifying line is the exception at the end of a traceback, when there is one.
+	best := tl.Entries[i].Event
+	for _, en := range tl.Entries[i:] {
+		if en.Op != replay.OpLog {
+			continue
+		}
+		switch en.Event.Kind {
+		case sglang.KindException, sglang.KindCUDAOOM, sglang.KindHostMemError, sglang.KindNCCLError, sglang.KindErrno98,
+			sglang.KindRankDead, sglang.KindWatchdog, sglang.KindKilled, sglang.KindSubprocessCrash, sglang.KindInitFailed:
+			best = en.Event
+		default:
+			continue
+		}
+		break
+	}
+	best.Time = time.Time{}
+	msg := sglang.Render(best, sglang.ProfileFor(sglang.EraC))
+	if len(msg) > 100 {
+		msg = msg[:97] + "..."
+	}
+	return best.Kind.String() + ": " + msg
+}
+
 // expectFrom writes the expect block from the compiled scenario's own prediction, the one
 // `scenarios validate` checks, so an authored scenario always validates. Times are truncated
 // to the second; the tolerance covers that.
-func expectFrom(c *Compiled, ending string) (Expect, string) {
+func expectFrom(c *scenarios.Compiled, ending string) (scenarios.Expect, string) {
 	p := c.Predict()
-	at := func(d *time.Duration) *Duration {
+	at := func(d *time.Duration) *scenarios.Duration {
 		if d == nil {
 			return nil
 		}
-		v := Duration(d.Truncate(time.Second))
+		v := scenarios.Duration(d.Truncate(time.Second))
 		return &v
 	}
-	e := Expect{Bound: at(p.Bound), Ready: at(p.Ready), Dead: at(p.Dead), ExitCode: p.ExitCode}
+	e := scenarios.Expect{Bound: at(p.Bound), Ready: at(p.Ready), Dead: at(p.Dead), ExitCode: p.ExitCode}
 	tol := 2 * time.Second
 	switch {
 	case p.Ready != nil && p.Dead == nil:
-		e.Verdict = ReadyOK
+		e.Verdict = scenarios.ReadyOK
 		tol = max(tol, time.Duration(float64(*p.Ready)*0.01))
 		if !strings.HasPrefix(ending, "ready") {
 			ending = "ready (" + ending + ")"
 		}
 	case p.Dead != nil:
-		e.Verdict = FailedFast
+		e.Verdict = scenarios.FailedFast
 	default:
-		e.Verdict = FailedSlow // nothing decisive: a correct tool can only time out
+		e.Verdict = scenarios.FailedSlow // nothing decisive: a correct tool can only time out
 	}
-	e.Tolerance = Duration(tol)
+	e.Tolerance = scenarios.Duration(tol)
 	return e, ending
 }
 
 // untimedSpacing is the line spacing for a log without any timestamp (0 for a log with
 // them); the assumption goes into the report.
-func untimedSpacing(lines []sglang.Line, d time.Duration, rep *AuthorReport) time.Duration {
-	if _, err := logTimeline(lines, 0); err == nil {
+func untimedSpacing(lines []sglang.Line, d time.Duration, rep *Report) time.Duration {
+	if _, err := scenarios.LogTimeline(lines, 0); err == nil {
 		return 0
 	}
 	sp := DefaultLineSpacing
@@ -94,14 +120,4 @@ func untimedSpacing(lines []sglang.Line, d time.Duration, rep *AuthorReport) tim
 	}
 	rep.Notes = append(rep.Notes, fmt.Sprintf("the log has no timestamps: its %d lines are placed in file order, %s (timeline.recorded.spacing); every time in expect follows from that assumption", len(lines), how))
 	return sp
-}
-
-// servingFlags adds --skip-server-warmup for a log that starts with the server already
-// serving: the replay binds at 0 and is ready there, as the server was when the log began.
-func servingFlags(lines []sglang.Line, argv []string, rep *AuthorReport) []string {
-	if !startsServing(lines) || slices.Contains(argv, "--skip-server-warmup") {
-		return argv
-	}
-	rep.Notes = append(rep.Notes, "the log starts with the server already serving (an answered request before any startup line): the replay binds at 0 and is ready there (launch.flags gains --skip-server-warmup so no warmup runs)")
-	return append(argv, "--skip-server-warmup")
 }

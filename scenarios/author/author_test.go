@@ -1,4 +1,4 @@
-package scenarios
+package author
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/goccy/go-yaml"
 	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/scenarios"
 	"github.com/incident-replay/incident-replay/sglang"
 )
 
@@ -47,26 +48,26 @@ func firstKindDiff(a, b []KindAt) string {
 // TestAuthorRoundTripCatalogue: every catalogue scenario's log → author → load → compile →
 // render → parse gives the same kinds in the same order and the same phases.
 func TestAuthorRoundTripCatalogue(t *testing.T) {
-	all, err := Catalogue()
+	all, err := scenarios.Catalogue()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range all {
 		t.Run(s.Name, func(t *testing.T) {
-			c, err := Compile(s, 1)
+			c, err := scenarios.Compile(s, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
 			log := RenderLog(c.Timeline, c.Profile)
-			a, err := Author(context.Background(), bytes.NewReader(log), AuthorOptions{Name: s.Name, Source: s.Name + ".log"})
+			a, err := FromLog(context.Background(), bytes.NewReader(log), Options{Name: s.Name, Source: s.Name + ".log"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			s2, err := Load(s.Name+".yaml", a.YAML)
+			s2, err := scenarios.Load(s.Name+".yaml", a.YAML)
 			if err != nil {
 				t.Fatalf("authored scenario does not load: %v\n%s", err, a.YAML)
 			}
-			c2, err := Compile(s2, 1)
+			c2, err := scenarios.Compile(s2, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +79,7 @@ func TestAuthorRoundTripCatalogue(t *testing.T) {
 				t.Fatal(m)
 			}
 			// --check's own comparison agrees.
-			res, err := CheckAuthored(log, a.YAML, s.Name+".yaml", 5)
+			res, err := Check(log, a.YAML, s.Name+".yaml", 5)
 			if err != nil || !res.OK() {
 				t.Fatalf("check: %v %+v", err, res)
 			}
@@ -106,15 +107,15 @@ func TestAuthorRoundTripCatalogue(t *testing.T) {
 
 // TestAuthorDeterministic: the same input gives the same file, byte for byte.
 func TestAuthorDeterministic(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "author", "probes-era-c.log"))
+	data, err := os.ReadFile(filepath.Join("testdata", "probes-era-c.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a1, err := Author(context.Background(), bytes.NewReader(data), AuthorOptions{Source: "probes-era-c.log"})
+	a1, err := FromLog(context.Background(), bytes.NewReader(data), Options{Source: "probes-era-c.log"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, err := Author(context.Background(), bytes.NewReader(data), AuthorOptions{Source: "probes-era-c.log"})
+	a2, err := FromLog(context.Background(), bytes.NewReader(data), Options{Source: "probes-era-c.log"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestAuthorVariants(t *testing.T) {
 		ranks        int
 		flags        []string // substrings of launch.flags
 		ending       string   // prefix
-		verdict      Verdict
+		verdict      scenarios.Verdict
 		exit         int // -1: none
 		unparsed     []int
 		notes        []string // substrings that must be among the notes
@@ -142,39 +143,39 @@ func TestAuthorVariants(t *testing.T) {
 		mustNotMatch []string // text that redaction must have removed
 	}{
 		{file: "probes-era-c.log", profile: "C", ranks: 8, flags: []string{"--model-path /redacted/dir1/GLM-5-NVFP4", "--tp-size 8", "--port 8000", "--disable-cuda-graph"},
-			ending: "ready", verdict: ReadyOK, exit: -1, probeRoute: "/health", probeEvery: 10 * time.Second, probeTokens: 64,
+			ending: "ready", verdict: scenarios.ReadyOK, exit: -1, probeRoute: "/health", probeEvery: 10 * time.Second, probeTokens: 64,
 			mustNotMatch: []string{"10.20.30.40", "alice", "/data/models"}},
-		{file: "compose-era-b.log", profile: "B", ranks: 2, flags: []string{"--tp-size 2"}, ending: "ready", verdict: ReadyOK, exit: -1,
+		{file: "compose-era-b.log", profile: "B", ranks: 2, flags: []string{"--tp-size 2"}, ending: "ready", verdict: scenarios.ReadyOK, exit: -1,
 			notes: []string{"compose wrapper"}},
-		{file: "docker-desktop-era-a.log", profile: "A", ranks: 1, ending: "ready", verdict: ReadyOK, exit: -1,
+		{file: "docker-desktop-era-a.log", profile: "A", ranks: 1, ending: "ready", verdict: scenarios.ReadyOK, exit: -1,
 			notes: []string{"host_ts wrapper"}},
-		{file: "glued-bars-crlf.log", profile: "B", ranks: 1, ending: "cuda_oom", verdict: FailedFast, exit: 137,
+		{file: "glued-bars-crlf.log", profile: "B", ranks: 1, ending: "cuda_oom", verdict: scenarios.FailedFast, exit: 137,
 			notes: []string{"CRLF", "split onto lines"}},
 		{file: "truncated-tail.log", profile: "C", ranks: 8, flags: []string{"--enable-hierarchical-cache", "--hicache-size 300"},
-			ending: "log ends", verdict: FailedSlow, exit: -1, notes: []string{"no newline"}, unparsed: []int{1, 26}},
-		{file: "time-only.log", profile: "A", ranks: 1, ending: "ready", verdict: ReadyOK, exit: -1,
+			ending: "log ends", verdict: scenarios.FailedSlow, exit: -1, notes: []string{"no newline"}, unparsed: []int{1, 26}},
+		{file: "time-only.log", profile: "A", ranks: 1, ending: "ready", verdict: scenarios.ReadyOK, exit: -1,
 			notes: []string{"time-only headers", "no readable server_args"}, unparsed: []int{3}},
-		{file: "host-oom-kill.log", profile: "C", ranks: 8, flags: []string{"--hicache-size 300"}, ending: "rank_dead", verdict: FailedFast, exit: 1,
+		{file: "host-oom-kill.log", profile: "C", ranks: 8, flags: []string{"--hicache-size 300"}, ending: "rank_dead", verdict: scenarios.FailedFast, exit: 1,
 			mustNotMatch: []string{"gpu-node-17"}},
-		{file: "fatal-alive-loki.log", profile: "C", ranks: 2, ending: "nccl_error", verdict: FailedFast, exit: 137, notes: []string{"loki wrapper"},
+		{file: "fatal-alive-loki.log", profile: "C", ranks: 2, ending: "nccl_error", verdict: scenarios.FailedFast, exit: 137, notes: []string{"loki wrapper"},
 			mustNotMatch: []string{"10.0.0.2", "node-7"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", "author", tc.file))
+			data, err := os.ReadFile(filepath.Join("testdata", tc.file))
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := Author(context.Background(), bytes.NewReader(data), AuthorOptions{Source: tc.file})
+			a, err := FromLog(context.Background(), bytes.NewReader(data), Options{Source: tc.file})
 			if err != nil {
 				t.Fatal(err)
 			}
 			rep := a.Report
-			s, err := Load(tc.file+".yaml", a.YAML)
+			s, err := scenarios.Load(tc.file+".yaml", a.YAML)
 			if err != nil {
 				t.Fatalf("authored file does not load: %v", err)
 			}
-			if _, err := Compile(s, 1); err != nil {
+			if _, err := scenarios.Compile(s, 1); err != nil {
 				t.Fatal(err)
 			}
 			if rep.Profile != tc.profile || rep.Ranks != tc.ranks {
@@ -236,15 +237,15 @@ func TestAuthorVariants(t *testing.T) {
 
 // TestCheckAuthoredMismatch: --check finds a replay that departs from the log and says where.
 func TestCheckAuthoredMismatch(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "author", "host-oom-kill.log"))
+	data, err := os.ReadFile(filepath.Join("testdata", "host-oom-kill.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Author(context.Background(), bytes.NewReader(data), AuthorOptions{Source: "host-oom-kill.log"})
+	a, err := FromLog(context.Background(), bytes.NewReader(data), Options{Source: "host-oom-kill.log"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := CheckAuthored(data, a.YAML, "x.yaml", 3)
+	res, err := Check(data, a.YAML, "x.yaml", 3)
 	if err != nil || !res.OK() {
 		t.Fatalf("unchanged log: %v %+v", err, res)
 	}
@@ -252,7 +253,7 @@ func TestCheckAuthoredMismatch(t *testing.T) {
 	lines := strings.Split(string(data), "\n")
 	edited := append(append([]string{}, lines[:2]...), "[2026-02-24 11:18:05] Killed")
 	edited = append(edited, lines[2:len(lines)-4]...)
-	res, err = CheckAuthored([]byte(strings.Join(edited, "\n")), a.YAML, "x.yaml", 3)
+	res, err = Check([]byte(strings.Join(edited, "\n")), a.YAML, "x.yaml", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,16 +268,16 @@ func TestCheckAuthoredMismatch(t *testing.T) {
 func TestAuthorRejects(t *testing.T) {
 	cases := []struct {
 		name, log string
-		opts      AuthorOptions
+		opts      Options
 		want      string
 	}{
-		{"empty", "  \n\n", AuthorOptions{}, "the log is empty"},
-		{"bad name", "[2026-01-01 00:00:00] Init torch distributed begin.\n", AuthorOptions{Name: "Bad_Name"}, "not an id"},
-		{"bad rule", "[2026-01-01 00:00:00] x\n", AuthorOptions{Rules: []RedactRule{{Name: "x", Regex: "("}}}, "bad regex"},
+		{"empty", "  \n\n", Options{}, "the log is empty"},
+		{"bad name", "[2026-01-01 00:00:00] Init torch distributed begin.\n", Options{Name: "Bad_Name"}, "not an id"},
+		{"bad rule", "[2026-01-01 00:00:00] x\n", Options{Rules: []scenarios.RedactRule{{Name: "x", Regex: "("}}}, "bad regex"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Author(context.Background(), strings.NewReader(tc.log), tc.opts)
+			_, err := FromLog(context.Background(), strings.NewReader(tc.log), tc.opts)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want %q", err, tc.want)
 			}
@@ -284,63 +285,11 @@ func TestAuthorRejects(t *testing.T) {
 	}
 }
 
-func TestSplitPyRepr(t *testing.T) {
-	cases := []struct {
-		in      string
-		want    string
-		wantErr bool
-	}{
-		{`ServerArgs(model_path='a/b', tp_size=8, cuda_graph_bs=[1, 2, 4], api_key=None)`, `[{model_path 'a/b'} {tp_size 8} {cuda_graph_bs [1, 2, 4]} {api_key None}]`, false},
-		{`{'model_path': 'a,b', 'json': '{"x": 1}', 'tp_size': 2}`, `[{model_path 'a,b'} {json '{"x": 1}'} {tp_size 2}]`, false},
-		{`ServerArgs(model_path='it\'s', x=Foo(a=1, b=2))`, `[{model_path 'it\'s'} {x Foo(a=1, b=2)}]`, false},
-		{`ServerArgs(model_path='a', tp_si`, `[{model_path 'a'}]`, true},
-		{`Namespace(x=1)`, `[]`, true},
-	}
-	for _, tc := range cases {
-		got, err := splitPyRepr(tc.in)
-		if fmt.Sprint(got) != tc.want && !(len(got) == 0 && tc.want == "[]") || (err != nil) != tc.wantErr {
-			t.Errorf("splitPyRepr(%q) = %v, %v; want %s (err %v)", tc.in, got, err, tc.want, tc.wantErr)
-		}
-	}
-}
-
-func TestFlagsFromServerArgs(t *testing.T) {
-	a := sglang.DefaultServerArgs()
-	a.ModelPath = "moonshotai/Kimi-K2.5"
-	a.TPSize = 8
-	a.EnableHierarchicalCache = true
-	a.HiCacheSize = 48
-	a.CUDAGraphBS = []int{1, 2, 4}
-	mfs := 0.85
-	a.MemFractionStatic = &mfs
-	for _, dict := range []bool{false, true} {
-		argv, dropped, err := flagsFromServerArgs(a.Repr(dict))
-		if err != nil || len(dropped) > 0 {
-			t.Fatalf("dict=%v: %v %v", dict, err, dropped)
-		}
-		got, err := sglang.ParseArgs(argv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Join(got.Argv(), " ") != strings.Join(a.Argv(), " ") {
-			t.Errorf("dict=%v: %v, want %v", dict, got.Argv(), a.Argv())
-		}
-	}
-	// Unmodelled fields and values that flags cannot carry are reported, never silently lost.
-	_, dropped, err := flagsFromServerArgs(`ServerArgs(model_path='m', served_model_name='my model', some_new_field=3, dtype='int3')`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := strings.Join(dropped, "\n"); !strings.Contains(d, "does not model") || !strings.Contains(d, "--served-model-name") || !strings.Contains(d, "--dtype") {
-		t.Errorf("dropped = %v", dropped)
-	}
-}
-
 // A recorded log whose ready line comes well after the bind (a slow warmup) authors into a
 // scenario whose expect block its own compiled timeline agrees with: the fake server is
 // ready at the recorded line, and so is the prediction.
 func TestAuthorLateReadyLineValidates(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "author", "probes-era-c.log"))
+	data, err := os.ReadFile(filepath.Join("testdata", "probes-era-c.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +309,7 @@ func TestAuthorLateReadyLineValidates(t *testing.T) {
 	if ready != "placed" {
 		t.Fatal("the test log has no ready line followed by later lines to move it among")
 	}
-	a, err := Author(context.Background(), strings.NewReader(strings.Join(out, "\n")+"\n"), AuthorOptions{Source: "late-ready.log"})
+	a, err := FromLog(context.Background(), strings.NewReader(strings.Join(out, "\n")+"\n"), Options{Source: "late-ready.log"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,15 +321,15 @@ func TestAuthorLateReadyLineValidates(t *testing.T) {
 // A scenario whose recorded log is a file beside it still loads once written elsewhere (the
 // shim's cache, a container) after SelfContained inlines the log.
 func TestSelfContainedInlinesARecordedLog(t *testing.T) {
-	logText, err := os.ReadFile(filepath.Join("testdata", "author", "probes-era-c.log"))
+	logText, err := os.ReadFile(filepath.Join("testdata", "probes-era-c.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := Author(context.Background(), bytes.NewReader(logText), AuthorOptions{Source: "probes.log"})
+	a, err := FromLog(context.Background(), bytes.NewReader(logText), Options{Source: "probes.log"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inline, err := Load("probes.yaml", a.YAML)
+	inline, err := scenarios.Load("probes.yaml", a.YAML)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +338,7 @@ func TestSelfContainedInlinesARecordedLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	byFile := *inline
-	byFile.Timeline.Recorded = &Recorded{Log: "probes.log"}
+	byFile.Timeline.Recorded = &scenarios.Recorded{Log: "probes.log"}
 	b, err := yaml.Marshal(&byFile)
 	if err != nil {
 		t.Fatal(err)
@@ -397,11 +346,11 @@ func TestSelfContainedInlinesARecordedLog(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "probes.yaml"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s, err := LoadFile(filepath.Join(dir, "probes.yaml"))
+	s, err := scenarios.LoadFile(filepath.Join(dir, "probes.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Load("moved.yaml", b); err == nil {
+	if _, err := scenarios.Load("moved.yaml", b); err == nil {
 		t.Fatal("the scenario naming its log file loaded without its directory; the test proves nothing")
 	}
 	sc, err := s.SelfContained()
@@ -412,12 +361,12 @@ func TestSelfContainedInlinesARecordedLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s2, err := Load("moved.yaml", moved)
+	s2, err := scenarios.Load("moved.yaml", moved)
 	if err != nil {
 		t.Fatalf("the self-contained copy does not load on its own: %v", err)
 	}
-	c1, err1 := Compile(s, 1)
-	c2, err2 := Compile(s2, 1)
+	c1, err1 := scenarios.Compile(s, 1)
+	c2, err2 := scenarios.Compile(s2, 1)
 	if err1 != nil || err2 != nil || len(c1.Timeline.Entries) != len(c2.Timeline.Entries) {
 		t.Fatalf("compiled differently: %v %v", err1, err2)
 	}
@@ -426,17 +375,17 @@ func TestSelfContainedInlinesARecordedLog(t *testing.T) {
 // TestAuthorInvalidUTF8: a captured log with bytes that are not UTF-8 is authored (they read
 // back as U+FFFD, with a note) instead of failing the byte-exact read-back.
 func TestAuthorInvalidUTF8(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "author", "probes-era-c.log"))
+	data, err := os.ReadFile(filepath.Join("testdata", "probes-era-c.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	i := bytes.IndexByte(data, '\n')
 	bad := append(append(append([]byte{}, data[:i]...), " caf\xe9 \xff\xfe"...), data[i:]...)
-	a, err := Author(context.Background(), bytes.NewReader(bad), AuthorOptions{Source: "probes-era-c.log"})
+	a, err := FromLog(context.Background(), bytes.NewReader(bad), Options{Source: "probes-era-c.log"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := Load("x.yaml", a.YAML)
+	s, err := scenarios.Load("x.yaml", a.YAML)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,13 +401,45 @@ func TestAuthorInvalidUTF8(t *testing.T) {
 // of its expect block against the compiled prediction.
 func checkAuthored(t *testing.T, name string, yaml []byte) error {
 	t.Helper()
-	s, err := Load(name, yaml)
+	s, err := scenarios.Load(name, yaml)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := Compile(s, 1)
+	c, err := scenarios.Compile(s, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s.Expect.Check(c.Predict())
+}
+
+// TestAuthorUntimedLog: a log without timestamps is authored in file order at a stated spacing
+// (or spread over a given duration), and validates.
+func TestAuthorUntimedLog(t *testing.T) {
+	log := "Traceback (most recent call last):\n  File \"<frozen runpy>\", line 198, in _run_module_as_main\nRuntimeError: Rank 0 scheduler died during initialization (exit code: 255).\n"
+	for _, tc := range []struct {
+		d       time.Duration
+		spacing string
+	}{{0, "spacing: 100ms"}, {4 * time.Second, "spacing: 2s"}} {
+		a, err := FromLog(context.Background(), strings.NewReader(log), Options{Source: "untimed.log", Duration: tc.d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(a.YAML), tc.spacing) || !strings.Contains(strings.Join(a.Report.Notes, "\n"), "no timestamps") {
+			t.Errorf("duration %v: no %q or no note in\n%s", tc.d, tc.spacing, a.YAML)
+		}
+		if err := checkAuthored(t, "untimed.yaml", a.YAML); err != nil {
+			t.Error(err)
+		}
+		if a.Report.ExitCode == nil || *a.Report.ExitCode != 1 {
+			t.Errorf("exit code %v, want 1", a.Report.ExitCode)
+		}
+	}
+	// Compiling such a log without a spacing says what to set.
+	lines, err := sglang.Parse(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := scenarios.LogTimeline(lines, 0); err == nil || !strings.Contains(err.Error(), "timeline.recorded.spacing") {
+		t.Errorf("err %v, want one naming timeline.recorded.spacing", err)
+	}
 }

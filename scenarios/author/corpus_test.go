@@ -1,4 +1,4 @@
-package scenarios
+package author
 
 import (
 	"bufio"
@@ -12,11 +12,12 @@ import (
 	"testing"
 
 	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/scenarios"
 )
 
 // corpusDir holds real SGLang logs (outside the repository, beside it): *.log files, and
 // FATES.tsv mapping each log's two-digit prefix to the fate its replay must have.
-const corpusDir = "../../shared/corpus/sglang-logs"
+const corpusDir = "../../../shared/corpus/sglang-logs"
 
 // Fates a replayed log can have.
 const (
@@ -88,7 +89,7 @@ func readFates(t *testing.T, dir string) map[string]string {
 }
 
 // replayFate reads a compiled scenario's fate off its prediction and its timeline's ops.
-func replayFate(c *Compiled) (string, string) {
+func replayFate(c *scenarios.Compiled) (string, string) {
 	p := c.Predict()
 	var bind, exit bool
 	code := 0
@@ -142,15 +143,15 @@ func TestCorpusFates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := Author(context.Background(), bytes.NewReader(data), AuthorOptions{Source: base})
+			a, err := FromLog(context.Background(), bytes.NewReader(data), Options{Source: base})
 			if err != nil {
 				t.Fatalf("author: %v", err)
 			}
-			s, err := Load(base+".yaml", a.YAML)
+			s, err := scenarios.Load(base+".yaml", a.YAML)
 			if err != nil {
 				t.Fatalf("the authored scenario does not load: %v", err)
 			}
-			c, err := Compile(s, 1)
+			c, err := scenarios.Compile(s, 1)
 			if err != nil {
 				t.Fatalf("the authored scenario does not compile: %v", err)
 			}
