@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ const fast = 1000
 type testRun struct {
 	*Server
 	journal *bytes.Buffer
-	logs    *bytes.Buffer
+	stdout  *syncWriter // what Config.Stdout received (Stderr defaults to it)
 }
 
 func start(t testing.TB, cfg Config) *testRun {
@@ -37,21 +38,33 @@ func start(t testing.TB, cfg Config) *testRun {
 	if cfg.Clock == nil {
 		cfg.Clock = replay.Scaled(epoch, fast)
 	}
-	jr, logs := &bytes.Buffer{}, &bytes.Buffer{}
-	cfg.Journal, cfg.Stdout = jr, &syncWriter{w: logs}
+	jr, stdout := &bytes.Buffer{}, &syncWriter{}
+	cfg.Journal, cfg.Stdout = jr, stdout
 	s, err := Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Stop(context.Background()) })
-	return &testRun{Server: s, journal: jr, logs: logs}
+	return &testRun{Server: s, journal: jr, stdout: stdout}
 }
 
+// syncWriter is a buffer the server writes while the test reads it.
 type syncWriter struct {
-	w io.Writer
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
-func (s *syncWriter) Write(b []byte) (int, error) { return s.w.Write(b) }
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(b)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}
 
 // waitState polls the journal until a state record appears.
 func (r *testRun) waitState(t testing.TB, state string) Record {
@@ -223,6 +236,11 @@ func TestWarmupSequenceAndHealthProbeLines(t *testing.T) {
 			t.Fatalf("missing (in order) %q in:\n%s", want, logs)
 		}
 		pos += i + len(want)
+	}
+	// The process's stdout carries every line Logs has, byte for byte, in the same order (read
+	// second, it may have more).
+	if out := r.stdout.String(); !strings.HasPrefix(out, logs) {
+		t.Fatalf("stdout differs from Logs:\n%s\n---\n%s", out, logs)
 	}
 	truth := GroundTruth(mustJournal(t, r.Server))
 	if !truth.BoundOK || !truth.ReadyOK || truth.Ready-truth.Bound != 1300*time.Millisecond {
