@@ -47,7 +47,7 @@ func TestFaultEndings(t *testing.T) {
 					t.Errorf("log lacks %q:\n%s", want, logs)
 				}
 			}
-			if GroundTruth(mustJournal(t, r.Server)).ReadyOK != c.ready {
+			if (GroundTruth(mustJournal(t, r.Server)).Ready != nil) != c.ready {
 				t.Errorf("ready = %v, want %v", !c.ready, c.ready)
 			}
 		})

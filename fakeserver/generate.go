@@ -15,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/incident-replay/incident-replay/fault"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/sglang"
 )
@@ -33,7 +32,8 @@ type genOut struct {
 	finish      string // "stop" or "length"
 	promptToks  int
 	rid         string
-	reset       int // chunks after which the stream is reset (0: never)
+	reset       int    // chunks after which the stream is reset (0: never)
+	resetBy     string // the fault that resets it
 	ttft, total time.Duration
 }
 
@@ -56,7 +56,7 @@ func (s *Server) job(ctx context.Context, route, prompt string, promptToks, maxT
 	at := s.offsetNow()
 	o := &genOut{promptToks: promptToks, rid: fmt.Sprintf("%016x%016x", uint64(s.cfg.Seed), seq*0x9e3779b97f4a7c15)}
 	if stream {
-		o.reset = s.streamReset(at, route)
+		o.reset, o.resetBy = s.streamReset(at, route)
 	}
 	s.logLocked(at, replay.Stdout, s.prefillEvent(s.stamp(at), promptToks, false))
 	s.mu.Unlock()
@@ -133,15 +133,16 @@ type sse struct {
 	rc     *http.ResponseController
 	chunks int
 	reset  int
+	by     string // the fault behind reset
 }
 
 const sseContentType = "text/event-stream"
 
-func newSSE(w http.ResponseWriter, reset int) *sse {
+func newSSE(w http.ResponseWriter, reset int, by string) *sse {
 	w.Header().Set("Content-Type", sseContentType)
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	return &sse{w: w, rc: http.NewResponseController(w), reset: reset}
+	return &sse{w: w, rc: http.NewResponseController(w), reset: reset, by: by}
 }
 
 // send writes one "data: ..." event; false when the client is gone or a reset_stream fault
@@ -165,7 +166,7 @@ func (e *sse) send(v any) bool {
 	e.chunks++
 	if e.reset > 0 && e.chunks >= e.reset {
 		if aw, ok := e.w.(*accessWriter); ok {
-			aw.fault, aw.outcome = string(fault.ResetStream), "reset"
+			aw.fault, aw.outcome = e.by, "reset"
 		}
 		if conn, _, err := e.rc.Hijack(); err == nil {
 			if tc, ok := conn.(*net.TCPConn); ok {
@@ -301,7 +302,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		var ev *sse
 		o, ok := s.job(r.Context(), r.URL.Path, prompt, toks, n, true, func(i int, o *genOut) bool {
 			if ev == nil {
-				ev = newSSE(w, o.reset)
+				ev = newSSE(w, o.reset, o.resetBy)
 			}
 			m := meta(o)
 			if i < n-1 || len(o.ids) < n && o.finish == "length" {
@@ -313,7 +314,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if ev == nil {
-			ev = newSSE(w, o.reset)
+			ev = newSSE(w, o.reset, o.resetBy)
 		}
 		ev.send("[DONE]")
 		return
@@ -556,7 +557,7 @@ func (s *Server) openAI(w http.ResponseWriter, r *http.Request, kind, prompt str
 		o, ok := s.job(r.Context(), r.URL.Path, fmt.Sprintf("%s#%d", prompt, i), promptToks, maxTokens, true, func(t int, o *genOut) bool {
 			if ev == nil {
 				rid = o.rid
-				ev = newSSE(w, o.reset)
+				ev = newSSE(w, o.reset, o.resetBy)
 				if kind == "chat" && !ev.send(chunk([]map[string]any{{"index": i, "delta": map[string]any{"role": "assistant", "content": ""}, "logprobs": nil, "finish_reason": nil}}, nil)) {
 					return false
 				}
@@ -574,7 +575,7 @@ func (s *Server) openAI(w http.ResponseWriter, r *http.Request, kind, prompt str
 		}
 		if ev == nil {
 			rid = o.rid
-			ev = newSSE(w, o.reset)
+			ev = newSSE(w, o.reset, o.resetBy)
 		}
 		total.CompletionTokens += len(o.ids)
 		c := map[string]any{"index": i, "logprobs": nil, "finish_reason": o.finish, "matched_stop": nil}

@@ -108,11 +108,15 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 			return
 		}
 		s.mu.Lock()
-		f := s.requestFault(s.offsetNow(), r.URL.Path)
+		ans, kind, hit := s.answer(s.offsetNow(), r.URL.Path)
 		s.mu.Unlock()
-		if f != nil {
-			aw.fault = string(f.Kind)
-			openAIError(aw, f.HTTPStatus(), "injected failure (fault fail_requests)")
+		if hit {
+			aw.fault = string(kind)
+			if ans.Drop {
+				aw.outcome = "dropped"
+				aw.abortUnanswered()
+			}
+			openAIError(aw, ans.Status, ans.Message)
 			return
 		}
 		r.Body = http.MaxBytesReader(aw, r.Body, MaxBodyBytes)
@@ -364,7 +368,7 @@ func (s *Server) generatingCheck(ctx context.Context, w http.ResponseWriter, aw 
 	s.mu.Lock()
 	hung := s.schedWedged
 	dead := s.schedDead
-	down := s.flapDown(s.offsetNow())
+	down := s.healthDown(s.offsetNow())
 	s.mu.Unlock()
 	if hung != nil || dead {
 		timer := s.clock.NewTimer(s.cfg.Behavior.HealthTimeout)
@@ -391,9 +395,9 @@ func (s *Server) generatingCheck(ctx context.Context, w http.ResponseWriter, aw 
 	if !s.sleep(ctx, s.cfg.Behavior.HealthLatency) {
 		return
 	}
-	if down {
+	if down != "" {
 		if aw != nil {
-			aw.fault = string(fault.Flap)
+			aw.fault = down
 		}
 		empty(w, http.StatusServiceUnavailable)
 		return

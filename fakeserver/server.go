@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -60,7 +59,7 @@ type Server struct {
 	start   time.Time
 	baseURL string
 	port    int
-	faults  []*activeFault
+	faults  []*fault.Live
 	// recordedReady: the timeline prints its own ready line, so no live warmup is run.
 	recordedReady, recordedUvicorn bool
 
@@ -135,10 +134,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	port := s.args.Port
-	holdsPort := false
 	for _, f := range cfg.Faults {
-		s.faults = append(s.faults, &activeFault{Spec: f})
-		holdsPort = holdsPort || f.Kind == fault.Errno98 || f.Kind == fault.StaleListener
+		s.faults = append(s.faults, fault.NewLive(f))
 	}
 	if port == 0 {
 		if port, err = freePort(s.args.Host); err != nil {
@@ -148,8 +145,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.port = port
 	s.baseURL = "http://" + net.JoinHostPort(dialHost(s.args.Host), strconv.Itoa(port))
-	if holdsPort {
-		if err := s.startHolder(); err != nil {
+	if f, h := s.portHolder(); f != nil {
+		if err := s.startHolder(f, h); err != nil {
 			s.out.close()
 			return nil, err
 		}
@@ -349,7 +346,7 @@ func (s *Server) loop(ctx context.Context) {
 }
 
 // schedule queues the timeline's entries and the time-triggered faults.
-func (s *Server) schedule(tl replay.Timeline, faults []*activeFault) {
+func (s *Server) schedule(tl replay.Timeline, faults []*fault.Live) {
 	for _, e := range tl.Entries {
 		e := e
 		s.after(e.At, func(at time.Duration) { s.apply(e, at) })
@@ -397,12 +394,7 @@ func (s *Server) state(at time.Duration, state string) {
 
 // logLocked prints one line and feeds the after_line fault triggers.
 func (s *Server) logLocked(at time.Duration, stream replay.Stream, ev sglang.Event) {
-	line := s.out.line(at, stream, ev)
-	for _, f := range s.faults {
-		if f.AfterLine != "" && !f.armed && strings.Contains(line, f.AfterLine) {
-			s.armFault(f, at)
-		}
-	}
+	s.armAfterLine(at, s.out.line(at, stream, ev))
 }
 
 // schedRanks is the header rank prefix of scheduler (TP0) lines.
@@ -459,8 +451,8 @@ func (s *Server) bindLocked(at time.Duration) {
 	if s.recordedReady {
 		return
 	}
-	if pf := s.faultOf(fault.WarmupProxyFailure); pf != nil {
-		s.warmupProxyFailLocked(at, pf.Spec)
+	if f, w := s.warmupTaker(); f != nil {
+		w.TakeWarmup(f.Spec, faultHost{s}, at)
 		return
 	}
 	if s.args.SkipServerWarmup {
@@ -479,10 +471,8 @@ func (s *Server) bindFailedLocked(at time.Duration) {
 	s.logLocked(at, replay.Stderr, sglang.Event{Kind: sglang.KindUvicornShutdown, Time: t, Text: "Application shutdown complete."})
 	s.state(at, StateBindFailed)
 	code := fault.DefaultBindExitCode
-	for _, f := range s.faults {
-		if f.Kind == fault.Errno98 || f.Kind == fault.StaleListener {
-			code = f.ExitCode()
-		}
+	if f, _ := s.portHolder(); f != nil {
+		code = f.ExitCode()
 	}
 	s.exitLocked(at, code, "")
 }
@@ -537,27 +527,6 @@ func (s *Server) setUpLocked(at time.Duration) {
 	}
 	s.phase = phaseUp
 	s.state(at, StateReady)
-}
-
-func (s *Server) warmupProxyFailLocked(at time.Duration, f fault.Spec) {
-	window := f.For
-	if window == 0 {
-		window = fault.DefaultProxyPollWindow
-	}
-	s.after(at+window, func(at time.Duration) {
-		t := s.stamp(at)
-		status := f.HTTPStatus()
-		lines := []sglang.Event{
-			{Kind: sglang.KindInitFailed, Time: t, Text: "warmup error: Traceback (most recent call last):"},
-			{Kind: sglang.KindTraceback, Text: `  File "/sgl-workspace/sglang/python/sglang/srt/entrypoints/http_server.py", line 1052, in _wait_and_warmup`},
-			{Kind: sglang.KindTraceback, Text: `    assert res.status_code == 200, f"{res=}, {res.text=}"`},
-			{Kind: sglang.KindException, Fields: sglang.Fields{{Key: "exc", Value: "AssertionError"}}, Text: fmt.Sprintf("res=<Response [%d]>, res.text=''", status)},
-		}
-		for _, ev := range lines {
-			s.logLocked(at, replay.Stderr, ev)
-		}
-		s.exitLocked(at, f.ExitCode(), string(fault.WarmupProxyFailure))
-	})
 }
 
 func (s *Server) wedgeLocked(at time.Duration) {

@@ -243,7 +243,7 @@ func TestWarmupSequenceAndHealthProbeLines(t *testing.T) {
 		t.Fatalf("stdout differs from Logs:\n%s\n---\n%s", out, logs)
 	}
 	truth := GroundTruth(mustJournal(t, r.Server))
-	if !truth.BoundOK || !truth.ReadyOK || truth.Ready-truth.Bound != 1300*time.Millisecond {
+	if truth.Bound == nil || truth.Ready == nil || *truth.Ready-*truth.Bound != 1300*time.Millisecond {
 		t.Fatalf("truth: %+v", truth)
 	}
 }
