@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
@@ -102,24 +101,10 @@ func (s *Server) job(ctx context.Context, route, prompt string, promptToks, maxT
 	return o, ctx.Err() == nil
 }
 
+// decodeEvent is the scheduler's Decode line for one running request at tokens tokens.
 func (s *Server) decodeEvent(tokens int) sglang.Event {
-	ev := sglang.Event{Kind: sglang.KindDecode, Time: s.clock.Now(), Ranks: s.schedRanks()}
-	for _, label := range s.prof.DecodeFields {
-		v := "0"
-		switch label {
-		case sglang.LabelRunningReq:
-			v = "1"
-		case sglang.LabelToken:
-			v = strconv.Itoa(tokens)
-		case sglang.LabelTokenUsage:
-			v = "0.00"
-		case sglang.LabelCUDAGraph:
-			v = "True"
-		case sglang.LabelGenThroughput:
-			v = "0.00"
-		}
-		ev.Fields = append(ev.Fields, sglang.Field{Key: label, Value: v})
-	}
+	ev := sglang.Decode(s.prof, sglang.DecodeStats{RunningReq: 1, Token: tokens, CUDAGraph: true})
+	ev.Time, ev.Ranks = s.clock.Now(), s.schedRanks()
 	return ev
 }
 

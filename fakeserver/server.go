@@ -707,27 +707,9 @@ func statusCode(code int) string {
 	return strconv.Itoa(code)
 }
 
-// prefillEvent builds a Prefill line in the profile's field order.
+// prefillEvent is the scheduler's Prefill line for one new sequence of tokens.
 func (s *Server) prefillEvent(t time.Time, tokens int, cudaGraph bool) sglang.Event {
-	ev := sglang.Event{Kind: sglang.KindPrefill, Time: t, Ranks: s.schedRanks()}
-	for _, label := range s.prof.PrefillFields {
-		v := "0"
-		switch label {
-		case sglang.LabelNewSeq:
-			v = "1"
-		case sglang.LabelNewToken:
-			v = strconv.Itoa(tokens)
-		case sglang.LabelTokenUsage, sglang.LabelInputThroughput:
-			v = "0.00"
-		case sglang.LabelCacheHitRate:
-			v = "0.00%"
-		case sglang.LabelCUDAGraph:
-			v = "False"
-			if cudaGraph {
-				v = "True"
-			}
-		}
-		ev.Fields = append(ev.Fields, sglang.Field{Key: label, Value: v})
-	}
+	ev := sglang.Prefill(s.prof, sglang.PrefillStats{NewSeq: 1, NewToken: tokens, CUDAGraph: cudaGraph})
+	ev.Time, ev.Ranks = t, s.schedRanks()
 	return ev
 }
