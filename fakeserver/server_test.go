@@ -7,9 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ const fast = 1000
 type testRun struct {
 	*Server
 	journal *bytes.Buffer
-	stdout  *syncWriter // what Config.Stdout received (Stderr defaults to it)
+	stdout  string // the file Config.Stdout wrote (Stderr defaults to it)
 }
 
 func start(t testing.TB, cfg Config) *testRun {
@@ -38,32 +39,19 @@ func start(t testing.TB, cfg Config) *testRun {
 	if cfg.Clock == nil {
 		cfg.Clock = replay.Scaled(epoch, fast)
 	}
-	jr, stdout := &bytes.Buffer{}, &syncWriter{}
+	jr := &bytes.Buffer{}
+	stdout, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdout.Close() })
 	cfg.Journal, cfg.Stdout = jr, stdout
 	s, err := Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Stop(context.Background()) })
-	return &testRun{Server: s, journal: jr, stdout: stdout}
-}
-
-// syncWriter is a buffer the server writes while the test reads it.
-type syncWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncWriter) Write(b []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(b)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
+	return &testRun{Server: s, journal: jr, stdout: stdout.Name()}
 }
 
 // waitState polls the journal until a state record appears.
@@ -239,7 +227,11 @@ func TestWarmupSequenceAndHealthProbeLines(t *testing.T) {
 	}
 	// The process's stdout carries every line Logs has, byte for byte, in the same order (read
 	// second, it may have more).
-	if out := r.stdout.String(); !strings.HasPrefix(out, logs) {
+	out, err := os.ReadFile(r.stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(out), logs) {
 		t.Fatalf("stdout differs from Logs:\n%s\n---\n%s", out, logs)
 	}
 	truth := GroundTruth(mustJournal(t, r.Server))
