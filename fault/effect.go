@@ -135,3 +135,18 @@ type WarmupTaker interface {
 
 // start is the offset the fault takes effect: At after its trigger.
 func (l *Live) start() time.Duration { return l.Trigger + l.At }
+
+// armWindow runs begin when l takes effect and, when for bounds it, end for lasting faults.
+func armWindow(l *Live, srv Server, begin, end func(time.Duration)) {
+	srv.After(l.start(), begin)
+	if l.For > 0 {
+		srv.After(l.start()+l.For, end)
+	}
+}
+
+// predictLastingWedge: a wedge with no end (for 0) is a death as a tool sees it.
+func predictLastingWedge(s Spec, at time.Duration, f *Forecast) {
+	if s.For == 0 {
+		f.Truth.Wedge(at)
+	}
+}

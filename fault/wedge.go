@@ -12,16 +12,6 @@ func init() {
 
 type wedge struct{}
 
-// Predict: a wedge with no end is a death as a tool sees it.
-func (wedge) Predict(s Spec, at time.Duration, f *Forecast) {
-	if s.For == 0 {
-		f.Truth.Wedge(at)
-	}
-}
+func (wedge) Predict(s Spec, at time.Duration, f *Forecast) { predictLastingWedge(s, at, f) }
 
-func (wedge) Arm(l *Live, srv Server) {
-	srv.After(l.start(), srv.Wedge)
-	if l.For > 0 {
-		srv.After(l.start()+l.For, srv.Unwedge)
-	}
-}
+func (wedge) Arm(l *Live, srv Server) { armWindow(l, srv, srv.Wedge, srv.Unwedge) }

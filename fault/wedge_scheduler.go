@@ -14,15 +14,8 @@ type wedgeScheduler struct{}
 
 // Predict: a scheduler that hangs for good is dead as a tool sees it, even if the watchdog
 // ends the process much later.
-func (wedgeScheduler) Predict(s Spec, at time.Duration, f *Forecast) {
-	if s.For == 0 {
-		f.Truth.Wedge(at)
-	}
-}
+func (wedgeScheduler) Predict(s Spec, at time.Duration, f *Forecast) { predictLastingWedge(s, at, f) }
 
 func (wedgeScheduler) Arm(l *Live, srv Server) {
-	srv.After(l.start(), srv.WedgeScheduler)
-	if l.For > 0 {
-		srv.After(l.start()+l.For, srv.ResumeScheduler)
-	}
+	armWindow(l, srv, srv.WedgeScheduler, srv.ResumeScheduler)
 }
