@@ -23,8 +23,9 @@ type crash struct{}
 
 func (crash) Check(s Spec) error { return checkExitCode(s) }
 
-// Predict leaves the truth as it is: prediction has never folded a crash fault's exit in
-// (kept so here; the scenarios that use one are checked against their runs, not predictions).
+// Predict leaves the truth as it is: prediction has never folded a crash fault's exit in, and
+// this registry keeps that behaviour (no catalogue scenario uses the fault; the modelled
+// crash-running ending is a timeline exit, which prediction reads).
 func (crash) Predict(Spec, time.Duration, *Forecast) {}
 
 // Arm: a scheduler exception, the launcher's SIGQUIT handler, then the exit code.
