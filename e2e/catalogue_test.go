@@ -13,6 +13,7 @@ import (
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/scenarios"
+	"github.com/incident-replay/incident-replay/truth"
 )
 
 // catalogueSpeed is the time compression the catalogue runs at: the 11-minute cold start
@@ -48,12 +49,12 @@ var _ = Describe("the scenario catalogue", Ordered, ContinueOnFailure, Label("in
 	DescribeTable("matches its expect block", func(s *scenarios.Scenario) {
 		r := results[s.Name]
 		Expect(r.err).NotTo(HaveOccurred(), "%s", s.Name)
-		Expect(s.Expect.Check(truthToPrediction(r.truth))).To(Succeed())
+		Expect(s.Expect.Check(r.truth)).To(Succeed())
 	}, entries)
 })
 
 type runResult struct {
-	truth fakeserver.Truth
+	truth truth.Truth
 	err   error
 }
 
@@ -95,19 +96,4 @@ func horizon(e scenarios.Expect) time.Duration {
 		}
 	}
 	return h + 2*e.Tolerance.D() + 5*time.Second
-}
-
-func truthToPrediction(t fakeserver.Truth) scenarios.Prediction {
-	at := func(d time.Duration, ok bool) *time.Duration {
-		if !ok {
-			return nil
-		}
-		return &d
-	}
-	p := scenarios.Prediction{Bound: at(t.Bound, t.BoundOK), Ready: at(t.Ready, t.ReadyOK), Dead: at(t.Dead, t.DeadOK)}
-	if t.Exited {
-		code := t.ExitCode
-		p.ExitCode = &code
-	}
-	return p
 }

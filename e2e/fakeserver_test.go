@@ -35,7 +35,7 @@ var _ = Describe("fakesglang in a container", Label("container"), func() {
 		Expect(string(logs)).To(ContainSubstring("The server is fired up and ready to roll!"))
 		Expect(string(logs)).To(MatchRegexp(`INFO:     172\.\d+\.\d+\.\d+:\d+ - "GET /health`))
 		truth := fakeserver.GroundTruth(must(c.Journal(ctx)))
-		Expect(truth.ReadyOK).To(BeTrue())
+		Expect(truth.Ready).NotTo(BeNil())
 	}, SpecTimeout(2*time.Minute))
 
 	It("writes its log and journal into a bind-mounted host directory as it runs", func(ctx SpecContext) {
@@ -50,7 +50,7 @@ var _ = Describe("fakesglang in a container", Label("container"), func() {
 		Expect(err).NotTo(HaveOccurred(), rep.Verdict())
 		Expect(strings.Join(rep.Lines, "\n")).To(ContainSubstring("fired up and ready to roll"), "llmwait read the host log as it was written")
 		truth := fakeserver.GroundTruth(must(c.Journal(ctx)))
-		Expect(truth.ReadyOK).To(BeTrue(), "the journal read from the host directory has the ready state")
+		Expect(truth.Ready).NotTo(BeNil(), "the journal read from the host directory has the ready state")
 		hostLog := string(must(os.ReadFile(filepath.Join(dir, fakeserver.HostLog))))
 		Expect(hostLog).To(ContainSubstring("The server is fired up and ready to roll!"))
 		dockerLines := strings.Split(strings.TrimSpace(string(must(c.Logs(ctx)))), "\n")
@@ -70,9 +70,8 @@ var _ = Describe("fakesglang in a container", Label("container"), func() {
 		logs := string(must(c.Logs(ctx)))
 		Expect(logs).To(ContainSubstring("CUDA out of memory"))
 		truth := fakeserver.GroundTruth(must(c.Journal(ctx)))
-		Expect(truth.BoundOK).To(BeFalse())
-		Expect(truth.Exited).To(BeTrue())
-		Expect(truth.ExitCode).To(Equal(137))
+		Expect(truth.Bound).To(BeNil())
+		Expect(truth.ExitCode).To(HaveValue(Equal(137)))
 	}, SpecTimeout(2*time.Minute))
 })
 

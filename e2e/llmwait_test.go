@@ -195,17 +195,17 @@ var _ = Describe("llmwait detection latency vs the founding loops", Ordered, Lab
 				wg.Go(func() {
 					r := runner.Run(ctx, c, t)
 					event := r.Truth.Ready
-					if event.IsZero() || (!r.Truth.Dead.IsZero() && r.Truth.Dead.Before(event)) {
+					if event == nil || (r.Truth.Dead != nil && *r.Truth.Dead < *event) {
 						event = r.Truth.Dead
 					}
 					mu.Lock()
 					defer mu.Unlock()
-					if r.Err != nil || event.IsZero() || r.Claim.At.IsZero() {
+					if r.Err != nil || event == nil || r.Claim.At.IsZero() {
 						lat[s.Name][t.Name] = -1
 						return
 					}
 					// A preflight that predicts the death claims before it: zero latency.
-					lat[s.Name][t.Name] = max(r.Claim.At.Sub(event), 0)
+					lat[s.Name][t.Name] = max(r.ClaimAfter()-*event, 0)
 				})
 			}
 		}

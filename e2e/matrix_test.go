@@ -94,7 +94,7 @@ func assertPair(results map[pairKey]harness.Result, scenario, tool string, want 
 	Expect(r.Verdict).NotTo(BeEmpty())
 	if want != "" {
 		Expect(r.Verdict).To(Equal(want), "%s on %s: %s (claim %s after %s; probes %d; output %q)",
-			tool, scenario, r.Reason, r.Claim.Outcome, r.ClaimAfter(), r.Truth.Requests, r.Output)
+			tool, scenario, r.Reason, r.Claim.Outcome, r.ClaimAfter(), r.Requests, r.Output)
 	}
 }
 

@@ -193,14 +193,10 @@ var _ = Describe("the HTML report", Ordered, ContinueOnFailure, Label("inprocess
 
 			g := fakeserver.GroundTruth(r.Journal)
 			want := map[string]time.Duration{}
-			if g.BoundOK {
-				want["bound"] = g.Bound
-			}
-			if g.ReadyOK {
-				want["ready"] = g.Ready
-			}
-			if g.DeadOK {
-				want["dead"] = g.Dead
+			for name, at := range map[string]*time.Duration{"bound": g.Bound, "ready": g.Ready, "dead": g.Dead} {
+				if at != nil {
+					want[name] = *at
+				}
 			}
 			for name, at := range want {
 				mk := plotted(root.find("mk-" + name))
@@ -211,7 +207,7 @@ var _ = Describe("the HTML report", Ordered, ContinueOnFailure, Label("inprocess
 
 			// Every request the tool made is a tick.
 			var probes int
-			for _, rec := range g.Requests {
+			for _, rec := range fakeserver.Requests(r.Journal) {
 				if !rec.Internal {
 					probes++
 				}
@@ -244,13 +240,13 @@ var _ = Describe("the HTML report", Ordered, ContinueOnFailure, Label("inprocess
 		}
 		Expect(r.Verdict).To(Equal(harness.MissedReady), r.Reason)
 		g := fakeserver.GroundTruth(r.Journal)
-		Expect(g.ReadyOK).To(BeTrue())
+		Expect(g.Ready).NotTo(BeNil())
 		var last time.Duration
 		ok200 := 0
-		for _, rec := range g.Requests {
+		for _, rec := range fakeserver.Requests(r.Journal) {
 			if !rec.Internal && rec.Route == "/health" {
 				last = max(last, rec.At)
-				if rec.Status == 200 && rec.At >= g.Ready {
+				if rec.Status == 200 && rec.At >= *g.Ready {
 					ok200++
 				}
 			}

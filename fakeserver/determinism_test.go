@@ -68,7 +68,7 @@ func TestSameSeedSameBytes(t *testing.T) {
 		t.Fatalf("crash fault left no trace:\n%s", l1)
 	}
 	truth := GroundTruth(mustRead(t, j1))
-	if !truth.ReadyOK || !truth.Exited || truth.ExitCode != 137 || truth.Dead != truth.Ready+20*time.Second {
+	if truth.Ready == nil || truth.ExitCode == nil || *truth.ExitCode != 137 || truth.Dead == nil || *truth.Dead != *truth.Ready+20*time.Second {
 		t.Fatalf("truth %+v", truth)
 	}
 }

@@ -12,162 +12,137 @@ import (
 	"github.com/incident-replay/incident-replay/sglang"
 )
 
-// activeFault is a fault spec with its runtime state: when it triggered and how many
-// requests or streams it has hit (guarded by Server.mu).
-type activeFault struct {
-	fault.Spec
-	armed   bool
-	trigger time.Duration
-	hits    int
-}
+// Every kind's behaviour is in package fault; the server asks each fault of the run for the
+// effects it has (the fault.Armer, fault.Answerer ... interfaces) and lends it faultHost.
 
-// armFault starts f's clock at trigger (0, or the offset of the line that matched).
-// Process-level faults queue their actions; request-level faults are consulted per request.
-func (s *Server) armFault(f *activeFault, trigger time.Duration) {
-	f.armed, f.trigger = true, trigger
-	start := trigger + f.At
-	switch f.Kind {
-	case fault.Crash:
-		s.after(start, func(at time.Duration) { s.crashLocked(at, f.Spec) })
-	case fault.Wedge:
-		s.after(start, s.wedgeLocked)
-		if f.For > 0 {
-			s.after(start+f.For, s.unwedgeLocked)
-		}
-	case fault.WedgeScheduler:
-		s.after(start, s.wedgeSchedulerLocked)
-		if f.For > 0 {
-			s.after(start+f.For, s.resumeSchedulerLocked)
-		}
-	case fault.SchedulerDead:
-		s.after(start, func(at time.Duration) { s.schedulerDeadLocked(at, s.prof.TeardownOnChildCrash) })
+// armFault starts f's clock at trigger (0, or the offset of the line that matched); s.mu is
+// held. Process-level faults queue their actions; request-level faults are asked per request.
+func (s *Server) armFault(f *fault.Live, trigger time.Duration) {
+	f.Armed, f.Trigger = true, trigger
+	if a, ok := f.Fault.(fault.Armer); ok {
+		a.Arm(f, faultHost{s})
 	}
 }
 
-// crashLocked: a scheduler exception, the launcher's SIGQUIT handler, then the exit code.
-func (s *Server) crashLocked(at time.Duration, f fault.Spec) {
-	if s.phase == phaseDead {
-		return
-	}
-	t := s.stamp(at)
-	msg := f.Message
-	if msg == "" {
-		msg = "RuntimeError: injected crash (incident-replay fault)"
-	}
-	s.logLocked(at, replay.Stdout, sglang.Event{Kind: sglang.KindSchedulerExc, Time: t, Ranks: s.schedRanks(), Text: "Traceback (most recent call last):"})
-	exc, text, _ := strings.Cut(msg, ": ")
-	s.logLocked(at, replay.Stdout, sglang.Event{Kind: sglang.KindException, Fields: sglang.Fields{{Key: "exc", Value: exc}}, Text: text})
-	if s.phase == phaseLoading {
-		s.logLocked(at, replay.Stdout, sglang.Event{Kind: sglang.KindSigquitChild, Time: t})
-	} else {
-		s.logLocked(at, replay.Stdout, sglang.Event{Kind: sglang.KindSigquitReceived, Time: t,
-			Text: "SIGQUIT received. signum=None, frame=None. It usually means one child failed."})
-	}
-	s.exitLocked(at, f.ExitCode(), string(fault.Crash))
-}
-
-// faultOf returns the first fault of kind k.
-func (s *Server) faultOf(k fault.Kind) *activeFault {
+// armAfterLine arms the faults waiting for a line that contains their after_line; s.mu is held.
+func (s *Server) armAfterLine(at time.Duration, line string) {
 	for _, f := range s.faults {
-		if f.Kind == k {
-			return f
+		if f.AfterLine != "" && !f.Armed && strings.Contains(line, f.AfterLine) {
+			s.armFault(f, at)
 		}
 	}
-	return nil
 }
 
-// activeAt reports whether f is in force at offset at; s.mu must be held.
-func (f *activeFault) activeAt(at time.Duration) bool {
-	return f.armed && f.Active(f.trigger, at)
+// faultHost is the server as a fault's live effect sees it (fault.Server); s.mu is held.
+type faultHost struct{ s *Server }
+
+func (h faultHost) After(at time.Duration, f func(time.Duration)) { h.s.after(at, f) }
+func (h faultHost) Log(at time.Duration, stream replay.Stream, ev sglang.Event) {
+	h.s.logLocked(at, stream, ev)
+}
+func (h faultHost) Stamp(at time.Duration) time.Time { return h.s.stamp(at) }
+func (h faultHost) SchedulerRanks() []sglang.Rank    { return h.s.schedRanks() }
+func (h faultHost) Bound() bool                      { return h.s.phase != phaseLoading }
+func (h faultHost) Dead() bool                       { return h.s.phase == phaseDead }
+func (h faultHost) Exit(at time.Duration, code int, cause fault.Kind) {
+	h.s.exitLocked(at, code, string(cause))
+}
+func (h faultHost) Wedge(at time.Duration)           { h.s.wedgeLocked(at) }
+func (h faultHost) Unwedge(at time.Duration)         { h.s.unwedgeLocked(at) }
+func (h faultHost) WedgeScheduler(at time.Duration)  { h.s.wedgeSchedulerLocked(at) }
+func (h faultHost) ResumeScheduler(at time.Duration) { h.s.resumeSchedulerLocked(at) }
+func (h faultHost) SchedulerDead(at time.Duration) {
+	h.s.schedulerDeadLocked(at, h.s.prof.TeardownOnChildCrash)
 }
 
-// requestFault picks the fault that shapes a request to path, consuming one of its hits;
-// s.mu must be held.
-func (s *Server) requestFault(at time.Duration, path string) *activeFault {
+// answer asks the faults whether one of them answers a request to path in the server's
+// place, consuming one of its hits; s.mu must be held.
+func (s *Server) answer(at time.Duration, path string) (fault.Answer, fault.Kind, bool) {
 	for _, f := range s.faults {
-		if f.Kind != fault.FailRequests || !f.activeAt(at) {
-			continue
+		if a, ok := f.Fault.(fault.Answerer); ok {
+			if ans, hit := a.Answer(f, at, path); hit {
+				return ans, f.Kind, true
+			}
 		}
-		if f.Route != "" && f.Route != path {
-			continue
-		}
-		if f.Count > 0 && f.hits >= f.Count {
-			continue
-		}
-		f.hits++
-		return f
 	}
-	return nil
+	return fault.Answer{}, "", false
 }
 
-// healthDelay sums slow_health latencies in force for path; s.mu must be held.
+// healthDelay sums the delays the faults in force add to a health check of path, and names
+// the last fault that added one; s.mu must be held.
 func (s *Server) healthDelay(at time.Duration, path string) (time.Duration, string) {
 	var d time.Duration
 	why := ""
 	for _, f := range s.faults {
-		if f.Kind != fault.SlowHealth || !f.activeAt(at) {
-			continue
+		if h, ok := f.Fault.(fault.HealthDelayer); ok {
+			if x := h.HealthDelay(f, at, path); x > 0 {
+				d += x
+				why = string(f.Kind)
+			}
 		}
-		if f.Route != "" && f.Route != path {
-			continue
-		}
-		if f.Route == "" && path != "/health" && path != "/health_generate" {
-			continue
-		}
-		d += f.Latency
-		why = string(fault.SlowHealth)
 	}
 	return d, why
 }
 
-// flapDown reports whether a flap holds health down at offset at; s.mu must be held.
-func (s *Server) flapDown(at time.Duration) bool {
+// healthDown names a fault that holds health down at offset at ("" when none); s.mu must be
+// held.
+func (s *Server) healthDown(at time.Duration) string {
 	for _, f := range s.faults {
-		if f.Kind != fault.Flap || !f.activeAt(at) {
-			continue
-		}
-		phase := (at - f.trigger - f.At) / f.Period
-		if phase%2 == 1 {
-			return true
+		if h, ok := f.Fault.(fault.HealthDowner); ok && h.HealthDown(f, at) {
+			return string(f.Kind)
 		}
 	}
-	return false
+	return ""
 }
 
-// streamReset returns after how many chunks a new stream on path is reset (0: never);
-// s.mu must be held.
-func (s *Server) streamReset(at time.Duration, path string) int {
+// streamReset returns after how many chunks a new stream on path is reset (0: never), and
+// the fault that resets it; s.mu must be held.
+func (s *Server) streamReset(at time.Duration, path string) (int, string) {
 	for _, f := range s.faults {
-		if f.Kind != fault.ResetStream || !f.activeAt(at) || (f.Route != "" && f.Route != path) {
-			continue
+		if r, ok := f.Fault.(fault.StreamResetter); ok {
+			if n, hit := r.ResetAfter(f, at, path); hit {
+				return n, string(f.Kind)
+			}
 		}
-		if f.Count > 0 && f.hits >= f.Count {
-			continue
-		}
-		f.hits++
-		if f.Chunks == 0 {
-			return fault.DefaultResetAfterChunks
-		}
-		return f.Chunks
 	}
-	return 0
+	return 0, ""
 }
 
-// startHolder puts "another process" on the port before the timeline binds: a stale SGLang
-// that answers every request (stale_listener) or a non-HTTP owner that accepts and closes
-// (errno98).
-func (s *Server) startHolder() error {
+// portHolder returns the fault that puts another process on the port, if any.
+func (s *Server) portHolder() (*fault.Live, fault.PortHolder) {
+	for _, f := range s.faults {
+		if h, ok := f.Fault.(fault.PortHolder); ok {
+			return f, h
+		}
+	}
+	return nil, nil
+}
+
+// warmupTaker returns the fault that takes over the warmup, if any.
+func (s *Server) warmupTaker() (*fault.Live, fault.WarmupTaker) {
+	for _, f := range s.faults {
+		if w, ok := f.Fault.(fault.WarmupTaker); ok {
+			return f, w
+		}
+	}
+	return nil, nil
+}
+
+// startHolder puts "another process" on the port before the timeline binds: an HTTP server
+// that answers every request with the holder's status (stale_listener), or a non-HTTP owner
+// that accepts and closes (errno98).
+func (s *Server) startHolder(f *fault.Live, h fault.PortHolder) error {
 	ln, err := net.Listen("tcp", net.JoinHostPort(s.args.Host, strconv.Itoa(s.port)))
 	if err != nil {
 		return err
 	}
 	s.holderLn = ln
-	if f := s.faultOf(fault.StaleListener); f != nil {
-		status := f.HTTPStatus()
+	if status := h.HolderStatus(f.Spec); status != 0 {
+		kind := string(f.Kind)
 		s.holder = &http.Server{ReadHeaderTimeout: ReadHeaderTimeout, MaxHeaderBytes: MaxHeaderBytes,
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				s.journal.add(Record{At: s.offsetNow(), Type: RecRequest, Method: r.Method, Route: r.URL.Path,
-					Status: status, Client: r.RemoteAddr, Fault: string(fault.StaleListener)})
+					Status: status, Client: r.RemoteAddr, Fault: kind})
 				w.Header().Set("Content-Length", "0")
 				w.WriteHeader(status)
 			})}

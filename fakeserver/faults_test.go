@@ -2,12 +2,15 @@ package fakeserver
 
 import (
 	"context"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/incident-replay/incident-replay/fault"
 	"github.com/incident-replay/incident-replay/sglang"
+	"github.com/incident-replay/incident-replay/vtime"
 )
 
 func TestFaultEndings(t *testing.T) {
@@ -44,7 +47,7 @@ func TestFaultEndings(t *testing.T) {
 					t.Errorf("log lacks %q:\n%s", want, logs)
 				}
 			}
-			if GroundTruth(mustJournal(t, r.Server)).ReadyOK != c.ready {
+			if (GroundTruth(mustJournal(t, r.Server)).Ready != nil) != c.ready {
 				t.Errorf("ready = %v, want %v", !c.ready, c.ready)
 			}
 		})
@@ -52,27 +55,50 @@ func TestFaultEndings(t *testing.T) {
 }
 
 func TestRequestFaults(t *testing.T) {
-	r := start(t, Config{Profile: sglang.ProfileFor(sglang.EraC), Faults: []fault.Spec{
+	// On virtual time the test is a task of the run: each request is answered at exactly the
+	// scenario instant the test woke at, however loaded the machine is.
+	clk := vtime.New(epoch, vtime.Options{})
+	t.Cleanup(clk.Close)
+	r := start(t, Config{Profile: sglang.ProfileFor(sglang.EraC), Clock: clk, Faults: []fault.Spec{
 		{Kind: fault.FailRequests, Route: "/v1/models", Count: 2, Status: 429},
 		{Kind: fault.Flap, At: 20 * time.Second, Period: 40 * time.Second},
 	}})
-	r.waitState(t, StateReady)
-	for i, want := range []int{429, 429, 200} {
-		if got, body := call(t, r.BaseURL(), "GET", "/v1/models", ""); got != want {
-			t.Fatalf("request %d: %d want %d (%s)", i, got, want, body)
+	task := vtime.NewTask(clk)
+	defer task.End()
+	ctx := vtime.WithTask(context.Background(), task)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: vtime.DialContext((&net.Dialer{}).DialContext)}}
+	get := func(path string) int {
+		req, _ := http.NewRequestWithContext(ctx, "GET", r.BaseURL()+path, nil)
+		var (
+			resp *http.Response
+			err  error
+		)
+		vtime.RequestDuring(ctx, clk, req.URL.Host, func() { resp, err = client.Do(req) })
+		if err != nil {
+			t.Fatalf("GET %s at %v: %v", path, clk.Since(epoch), err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	sleepUntil := func(at time.Duration) {
+		if err := task.Sleep(ctx, at-clk.Since(epoch)); err != nil {
+			t.Fatal(err)
 		}
 	}
-	// Flap: healthy for 40 s from 20 s, then down for 40 s.
-	for r.Clock().Since(epoch) < 61*time.Second {
-		time.Sleep(time.Millisecond)
+	sleepUntil(10 * time.Second) // the 2 s happy path is ready well before
+	for i, want := range []int{429, 429, 200} {
+		if got := get("/v1/models"); got != want {
+			t.Fatalf("request %d: %d want %d", i, got, want)
+		}
 	}
-	if got, _ := call(t, r.BaseURL(), "GET", "/health", ""); got != 503 {
-		t.Fatalf("flap down phase: /health %d, want 503", got)
-	}
-	for r.Clock().Since(epoch) < 101*time.Second {
-		time.Sleep(time.Millisecond)
-	}
-	if got, _ := call(t, r.BaseURL(), "GET", "/health", ""); got != 200 {
-		t.Fatalf("flap up phase: /health %d, want 200", got)
+	// Flap: healthy for 40 s from 20 s, then down for 40 s, then healthy again.
+	for _, c := range []struct {
+		at   time.Duration
+		want int
+	}{{59 * time.Second, 200}, {61 * time.Second, 503}, {99 * time.Second, 503}, {101 * time.Second, 200}} {
+		sleepUntil(c.at)
+		if got := get("/health"); got != c.want {
+			t.Fatalf("flap at %v: /health %d, want %d", c.at, got, c.want)
+		}
 	}
 }

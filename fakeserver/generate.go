@@ -11,11 +11,9 @@ import (
 	"net"
 	"net/http"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/incident-replay/incident-replay/fault"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/sglang"
 )
@@ -33,7 +31,8 @@ type genOut struct {
 	finish      string // "stop" or "length"
 	promptToks  int
 	rid         string
-	reset       int // chunks after which the stream is reset (0: never)
+	reset       int    // chunks after which the stream is reset (0: never)
+	resetBy     string // the fault that resets it
 	ttft, total time.Duration
 }
 
@@ -56,7 +55,7 @@ func (s *Server) job(ctx context.Context, route, prompt string, promptToks, maxT
 	at := s.offsetNow()
 	o := &genOut{promptToks: promptToks, rid: fmt.Sprintf("%016x%016x", uint64(s.cfg.Seed), seq*0x9e3779b97f4a7c15)}
 	if stream {
-		o.reset = s.streamReset(at, route)
+		o.reset, o.resetBy = s.streamReset(at, route)
 	}
 	s.logLocked(at, replay.Stdout, s.prefillEvent(s.stamp(at), promptToks, false))
 	s.mu.Unlock()
@@ -102,24 +101,10 @@ func (s *Server) job(ctx context.Context, route, prompt string, promptToks, maxT
 	return o, ctx.Err() == nil
 }
 
+// decodeEvent is the scheduler's Decode line for one running request at tokens tokens.
 func (s *Server) decodeEvent(tokens int) sglang.Event {
-	ev := sglang.Event{Kind: sglang.KindDecode, Time: s.clock.Now(), Ranks: s.schedRanks()}
-	for _, label := range s.prof.DecodeFields {
-		v := "0"
-		switch label {
-		case sglang.LabelRunningReq:
-			v = "1"
-		case sglang.LabelToken:
-			v = strconv.Itoa(tokens)
-		case sglang.LabelTokenUsage:
-			v = "0.00"
-		case sglang.LabelCUDAGraph:
-			v = "True"
-		case sglang.LabelGenThroughput:
-			v = "0.00"
-		}
-		ev.Fields = append(ev.Fields, sglang.Field{Key: label, Value: v})
-	}
+	ev := sglang.Decode(s.prof, sglang.DecodeStats{RunningReq: 1, Token: tokens, CUDAGraph: true})
+	ev.Time, ev.Ranks = s.clock.Now(), s.schedRanks()
 	return ev
 }
 
@@ -133,15 +118,16 @@ type sse struct {
 	rc     *http.ResponseController
 	chunks int
 	reset  int
+	by     string // the fault behind reset
 }
 
 const sseContentType = "text/event-stream"
 
-func newSSE(w http.ResponseWriter, reset int) *sse {
+func newSSE(w http.ResponseWriter, reset int, by string) *sse {
 	w.Header().Set("Content-Type", sseContentType)
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	return &sse{w: w, rc: http.NewResponseController(w), reset: reset}
+	return &sse{w: w, rc: http.NewResponseController(w), reset: reset, by: by}
 }
 
 // send writes one "data: ..." event; false when the client is gone or a reset_stream fault
@@ -165,7 +151,7 @@ func (e *sse) send(v any) bool {
 	e.chunks++
 	if e.reset > 0 && e.chunks >= e.reset {
 		if aw, ok := e.w.(*accessWriter); ok {
-			aw.fault, aw.outcome = string(fault.ResetStream), "reset"
+			aw.fault, aw.outcome = e.by, "reset"
 		}
 		if conn, _, err := e.rc.Hijack(); err == nil {
 			if tc, ok := conn.(*net.TCPConn); ok {
@@ -301,7 +287,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 		var ev *sse
 		o, ok := s.job(r.Context(), r.URL.Path, prompt, toks, n, true, func(i int, o *genOut) bool {
 			if ev == nil {
-				ev = newSSE(w, o.reset)
+				ev = newSSE(w, o.reset, o.resetBy)
 			}
 			m := meta(o)
 			if i < n-1 || len(o.ids) < n && o.finish == "length" {
@@ -313,7 +299,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if ev == nil {
-			ev = newSSE(w, o.reset)
+			ev = newSSE(w, o.reset, o.resetBy)
 		}
 		ev.send("[DONE]")
 		return
@@ -345,256 +331,4 @@ func generatePrompt(req generateReq) (string, int, error) {
 		return string(req.InputIDs), len(ids), nil
 	}
 	return "", 0, errors.New("Either text, input_ids or input_embeds should be provided.")
-}
-
-// --- OpenAI --------------------------------------------------------------------------------
-
-type usage struct {
-	PromptTokens        int  `json:"prompt_tokens"`
-	TotalTokens         int  `json:"total_tokens"`
-	CompletionTokens    int  `json:"completion_tokens"`
-	PromptTokensDetails *int `json:"prompt_tokens_details"`
-	ReasoningTokens     int  `json:"reasoning_tokens"`
-}
-
-func usageOf(o *genOut) usage {
-	return usage{PromptTokens: o.promptToks, CompletionTokens: len(o.ids), TotalTokens: o.promptToks + len(o.ids)}
-}
-
-type streamOpts struct {
-	IncludeUsage bool `json:"include_usage"`
-}
-
-type chatMessage struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
-}
-
-type chatReq struct {
-	Model               string          `json:"model"`
-	Messages            []chatMessage   `json:"messages"`
-	MaxTokens           *int            `json:"max_tokens"`
-	MaxCompletionTokens *int            `json:"max_completion_tokens"`
-	Temperature         *float64        `json:"temperature"`
-	N                   *int            `json:"n"`
-	Stream              bool            `json:"stream"`
-	StreamOptions       *streamOpts     `json:"stream_options"`
-	Stop                json.RawMessage `json:"stop"`
-}
-
-var roles = map[string]bool{"system": true, "user": true, "assistant": true, "tool": true, "developer": true, "function": true}
-
-func chatPrompt(msgs []chatMessage) (string, int, error) {
-	if len(msgs) == 0 {
-		return "", 0, errors.New("messages: at least one message is required")
-	}
-	var b strings.Builder
-	toks := 3
-	for i, m := range msgs {
-		if !roles[m.Role] {
-			return "", 0, fmt.Errorf("messages[%d].role: %q is not one of system, user, assistant, tool, developer", i, m.Role)
-		}
-		text, err := contentText(m.Content)
-		if err != nil {
-			return "", 0, fmt.Errorf("messages[%d].content: %v", i, err)
-		}
-		b.WriteString(m.Role + ": " + text + "\n")
-		toks += 4 + approxTokens(text)
-	}
-	return b.String(), toks, nil
-}
-
-func contentText(raw json.RawMessage) (string, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		return s, nil
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("must be a string or a list of content parts")
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
-	}
-	return b.String(), nil
-}
-
-func (s *Server) checkSampling(temp *float64, n *int) (int, error) {
-	if temp != nil && (*temp < 0 || *temp > 2) {
-		return 0, fmt.Errorf("temperature must be in [0, 2], got %v", *temp)
-	}
-	if n == nil {
-		return 1, nil
-	}
-	if *n < 1 || *n > 16 {
-		return 0, fmt.Errorf("n must be between 1 and 16, got %d", *n)
-	}
-	return *n, nil
-}
-
-func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	if !methodIs(w, r, http.MethodPost) {
-		return
-	}
-	var req chatReq
-	if !decodeBody(w, r, &req, true) {
-		return
-	}
-	prompt, toks, err := chatPrompt(req.Messages)
-	if err == nil {
-		mt := req.MaxCompletionTokens
-		if mt == nil {
-			mt = req.MaxTokens
-		}
-		var n, choices int
-		if n, err = s.maxTokens("max_tokens", mt); err == nil {
-			if choices, err = s.checkSampling(req.Temperature, req.N); err == nil {
-				s.openAI(w, r, "chat", prompt, toks, n, choices, req.Stream, req.StreamOptions)
-				return
-			}
-		}
-	}
-	openAIError(w, http.StatusBadRequest, err.Error())
-}
-
-type completionReq struct {
-	Model         string          `json:"model"`
-	Prompt        json.RawMessage `json:"prompt"`
-	MaxTokens     *int            `json:"max_tokens"`
-	Temperature   *float64        `json:"temperature"`
-	N             *int            `json:"n"`
-	Stream        bool            `json:"stream"`
-	StreamOptions *streamOpts     `json:"stream_options"`
-}
-
-func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
-	if !methodIs(w, r, http.MethodPost) {
-		return
-	}
-	var req completionReq
-	if !decodeBody(w, r, &req, true) {
-		return
-	}
-	prompt, toks, err := generatePrompt(generateReq{Text: req.Prompt})
-	if err != nil {
-		if len(req.Prompt) > 0 && req.Prompt[0] == '[' { // token ids
-			prompt, toks, err = generatePrompt(generateReq{InputIDs: req.Prompt})
-		}
-		if err != nil {
-			err = errors.New("prompt: must be a string, a list of strings or a list of token ids")
-		}
-	}
-	if err == nil {
-		var n, choices int
-		if n, err = s.maxTokens("max_tokens", req.MaxTokens); err == nil {
-			if choices, err = s.checkSampling(req.Temperature, req.N); err == nil {
-				s.openAI(w, r, "text", prompt, toks, n, choices, req.Stream, req.StreamOptions)
-				return
-			}
-		}
-	}
-	openAIError(w, http.StatusBadRequest, err.Error())
-}
-
-// openAI serves chat ("chat") and completions ("text") from the same fake scheduler.
-func (s *Server) openAI(w http.ResponseWriter, r *http.Request, kind, prompt string, promptToks, maxTokens, choices int, stream bool, so *streamOpts) {
-	model := s.args.ServedModelName
-	created := s.clock.Now().Unix()
-	object, chunkObject := "chat.completion", "chat.completion.chunk"
-	if kind == "text" {
-		object, chunkObject = "text_completion", "text_completion"
-	}
-	if !stream {
-		var out []map[string]any
-		var first *genOut
-		total := usage{}
-		for i := 0; i < choices; i++ {
-			o, ok := s.job(r.Context(), r.URL.Path, fmt.Sprintf("%s#%d", prompt, i), promptToks, maxTokens, false, nil)
-			if !ok {
-				return
-			}
-			if first == nil {
-				first = o
-			}
-			u := usageOf(o)
-			total.CompletionTokens += u.CompletionTokens
-			c := map[string]any{"index": i, "logprobs": nil, "finish_reason": o.finish, "matched_stop": nil}
-			if o.finish == "stop" {
-				c["matched_stop"] = eosToken
-			}
-			if kind == "chat" {
-				c["message"] = map[string]any{"role": "assistant", "content": strings.Join(o.texts, ""), "reasoning_content": nil, "tool_calls": nil}
-			} else {
-				c["text"] = strings.Join(o.texts, "")
-			}
-			out = append(out, c)
-		}
-		total.PromptTokens = promptToks
-		total.TotalTokens = total.PromptTokens + total.CompletionTokens
-		writeJSON(w, http.StatusOK, map[string]any{"id": first.rid, "object": object, "created": created, "model": model,
-			"choices": out, "usage": total, "metadata": map[string]any{"weight_version": "default"}})
-		return
-	}
-	var ev *sse
-	var rid string
-	chunk := func(choices []map[string]any, u *usage) map[string]any {
-		c := map[string]any{"id": rid, "object": chunkObject, "created": created, "model": model, "choices": choices}
-		if u != nil {
-			c["usage"] = u
-		}
-		return c
-	}
-	total := usage{PromptTokens: promptToks}
-	for i := 0; i < choices; i++ {
-		o, ok := s.job(r.Context(), r.URL.Path, fmt.Sprintf("%s#%d", prompt, i), promptToks, maxTokens, true, func(t int, o *genOut) bool {
-			if ev == nil {
-				rid = o.rid
-				ev = newSSE(w, o.reset)
-				if kind == "chat" && !ev.send(chunk([]map[string]any{{"index": i, "delta": map[string]any{"role": "assistant", "content": ""}, "logprobs": nil, "finish_reason": nil}}, nil)) {
-					return false
-				}
-			}
-			c := map[string]any{"index": i, "logprobs": nil, "finish_reason": nil}
-			if kind == "chat" {
-				c["delta"] = map[string]any{"content": o.texts[t]}
-			} else {
-				c["text"] = o.texts[t]
-			}
-			return ev.send(chunk([]map[string]any{c}, nil))
-		})
-		if !ok || o == nil {
-			return
-		}
-		if ev == nil {
-			rid = o.rid
-			ev = newSSE(w, o.reset)
-		}
-		total.CompletionTokens += len(o.ids)
-		c := map[string]any{"index": i, "logprobs": nil, "finish_reason": o.finish, "matched_stop": nil}
-		if o.finish == "stop" {
-			c["matched_stop"] = eosToken
-		}
-		if kind == "chat" {
-			c["delta"] = map[string]any{}
-		} else {
-			c["text"] = ""
-		}
-		if !ev.send(chunk([]map[string]any{c}, nil)) {
-			return
-		}
-	}
-	if so != nil && so.IncludeUsage {
-		total.TotalTokens = total.PromptTokens + total.CompletionTokens
-		if !ev.send(chunk([]map[string]any{}, &total)) {
-			return
-		}
-	}
-	ev.send("[DONE]")
 }

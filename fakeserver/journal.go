@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/incident-replay/incident-replay/truth"
 )
 
 // Record types in the journal.
@@ -220,66 +222,49 @@ func ReadJournal(r io.Reader) ([]Record, error) {
 	return out, nil
 }
 
-// Truth is what really happened in a run, as the harness scores tools against it.
-type Truth struct {
-	Bound   time.Duration // offset the port was bound at
-	BoundOK bool
-	Ready   time.Duration // offset the server became ready (status Up)
-	ReadyOK bool
-	// Dead is when the server stopped being usable: the process exit, or a wedge with no
-	// end (whole server or scheduler), whichever came first.
-	Dead     time.Duration
-	DeadOK   bool
-	Exited   bool
-	ExitCode int
-	// Unhealthy lists the offsets at which a health check timed out.
-	Unhealthy []time.Duration
-	Requests  []Record // request records, internal warmup requests included
-}
-
-// GroundTruth reduces a journal to the facts verdicts need.
-func GroundTruth(recs []Record) Truth {
-	var t Truth
+// GroundTruth reduces a journal to the facts verdicts need. A wedge that never ended is a
+// death as a tool sees it (truth.Truth.Wedge).
+func GroundTruth(recs []Record) truth.Truth {
+	var t truth.Truth
 	wedgedAt := map[string]time.Duration{}
 	for _, r := range recs {
-		switch r.Type {
-		case RecRequest:
-			t.Requests = append(t.Requests, r)
-		case RecState:
-			switch r.State {
-			case StateBound:
-				if !t.BoundOK {
-					t.Bound, t.BoundOK = r.At, true
-				}
-			case StateReady:
-				if !t.ReadyOK {
-					t.Ready, t.ReadyOK = r.At, true
-				}
-			case StateUnhealthy:
-				t.Unhealthy = append(t.Unhealthy, r.At)
-			case StateWedged, StateSchedulerWedged, StateSchedulerDead:
-				if _, ok := wedgedAt[r.State]; !ok {
-					wedgedAt[r.State] = r.At
-				}
-			case StateUnwedged:
-				delete(wedgedAt, StateWedged)
-			case StateSchedulerResume:
-				delete(wedgedAt, StateSchedulerWedged)
-			case StateDead:
-				t.Exited = true
-				if r.Code != nil {
-					t.ExitCode = *r.Code
-				}
-				if !t.DeadOK || r.At < t.Dead {
-					t.Dead, t.DeadOK = r.At, true
-				}
+		if r.Type != RecState {
+			continue
+		}
+		switch r.State {
+		case StateBound:
+			t.Bind(r.At)
+		case StateReady:
+			t.BecomeReady(r.At)
+		case StateWedged, StateSchedulerWedged, StateSchedulerDead:
+			if _, ok := wedgedAt[r.State]; !ok {
+				wedgedAt[r.State] = r.At
 			}
+		case StateUnwedged:
+			delete(wedgedAt, StateWedged)
+		case StateSchedulerResume:
+			delete(wedgedAt, StateSchedulerWedged)
+		case StateDead:
+			code := 0
+			if r.Code != nil {
+				code = *r.Code
+			}
+			t.Exit(r.At, code)
 		}
 	}
-	for _, at := range wedgedAt { // a wedge that never ended is a death as a tool sees it
-		if !t.DeadOK || at < t.Dead {
-			t.Dead, t.DeadOK = at, true
-		}
+	for _, at := range wedgedAt {
+		t.Wedge(at)
 	}
 	return t
+}
+
+// Requests returns the journal's request records, the server's own warmup requests included.
+func Requests(recs []Record) []Record {
+	var out []Record
+	for _, r := range recs {
+		if r.Type == RecRequest {
+			out = append(out, r)
+		}
+	}
+	return out
 }

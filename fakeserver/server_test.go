@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -26,7 +28,7 @@ const fast = 1000
 type testRun struct {
 	*Server
 	journal *bytes.Buffer
-	logs    *bytes.Buffer
+	stdout  string // the file Config.Stdout wrote (Stderr defaults to it)
 }
 
 func start(t testing.TB, cfg Config) *testRun {
@@ -37,21 +39,20 @@ func start(t testing.TB, cfg Config) *testRun {
 	if cfg.Clock == nil {
 		cfg.Clock = replay.Scaled(epoch, fast)
 	}
-	jr, logs := &bytes.Buffer{}, &bytes.Buffer{}
-	cfg.Journal, cfg.Stdout = jr, &syncWriter{w: logs}
+	jr := &bytes.Buffer{}
+	stdout, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdout.Close() })
+	cfg.Journal, cfg.Stdout = jr, stdout
 	s, err := Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Stop(context.Background()) })
-	return &testRun{Server: s, journal: jr, logs: logs}
+	return &testRun{Server: s, journal: jr, stdout: stdout.Name()}
 }
-
-type syncWriter struct {
-	w io.Writer
-}
-
-func (s *syncWriter) Write(b []byte) (int, error) { return s.w.Write(b) }
 
 // waitState polls the journal until a state record appears.
 func (r *testRun) waitState(t testing.TB, state string) Record {
@@ -224,8 +225,17 @@ func TestWarmupSequenceAndHealthProbeLines(t *testing.T) {
 		}
 		pos += i + len(want)
 	}
+	// The process's stdout carries every line Logs has, byte for byte, in the same order (read
+	// second, it may have more).
+	out, err := os.ReadFile(r.stdout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(out), logs) {
+		t.Fatalf("stdout differs from Logs:\n%s\n---\n%s", out, logs)
+	}
 	truth := GroundTruth(mustJournal(t, r.Server))
-	if !truth.BoundOK || !truth.ReadyOK || truth.Ready-truth.Bound != 1300*time.Millisecond {
+	if truth.Bound == nil || truth.Ready == nil || *truth.Ready-*truth.Bound != 1300*time.Millisecond {
 		t.Fatalf("truth: %+v", truth)
 	}
 }

@@ -24,18 +24,7 @@ func NewCase(s *scenarios.Scenario, seed int64) (Case, error) {
 		return Case{}, err
 	}
 	c := Case{Name: s.Name, Scenario: s, Compiled: comp, Timeline: comp.Timeline, Expect: s.Expect.Verdict}
-	p := Truth{Start: comp.Timeline.Start}
-	at := func(d *scenarios.Duration) time.Time {
-		if d == nil {
-			return time.Time{}
-		}
-		return p.Start.Add(d.D())
-	}
-	p.Bound, p.Ready, p.Dead = at(s.Expect.Bound), at(s.Expect.Ready), at(s.Expect.Dead)
-	if s.Expect.ExitCode != nil {
-		p.Exited, p.ExitCode = true, *s.Expect.ExitCode
-	}
-	c.Predicted = p
+	c.Predicted = s.Expect.Truth()
 	return c, nil
 }
 
@@ -162,28 +151,19 @@ func (t *inprocTarget) Journal() ([]fakeserver.Record, error) {
 	return t.srv.Journal(context.Background())
 }
 
-// truthFromJournal turns the journal's offsets into scenario times from start and counts the
-// requests clients sent.
-func truthFromJournal(recs []fakeserver.Record, start time.Time) Truth {
-	g := fakeserver.GroundTruth(recs)
-	t := Truth{Start: start, Exited: g.Exited, ExitCode: g.ExitCode}
-	at := func(d time.Duration, ok bool) time.Time {
-		if !ok {
-			return time.Time{}
-		}
-		return start.Add(d)
-	}
-	t.Bound, t.Ready, t.Dead = at(g.Bound, g.BoundOK), at(g.Ready, g.ReadyOK), at(g.Dead, g.DeadOK)
-	for _, r := range g.Requests {
+// requestStats counts the requests clients sent (the server's own warmup excluded) and finds
+// the slowest passing health check.
+func requestStats(recs []fakeserver.Record) (n int, healthLatency time.Duration) {
+	for _, r := range fakeserver.Requests(recs) {
 		if r.Internal {
 			continue
 		}
-		t.Requests++
+		n++
 		if r.Status == 200 && (r.Route == "/health" || r.Route == "/health_generate") {
-			t.HealthLatency = max(t.HealthLatency, r.Latency)
+			healthLatency = max(healthLatency, r.Latency)
 		}
 	}
-	return t
+	return n, healthLatency
 }
 
 // portSet hands out loopback ports that no live run of this process holds.

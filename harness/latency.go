@@ -20,19 +20,19 @@ func DetectionLatency(r Result) (time.Duration, bool) {
 	if r.Err != nil || r.Claim.At.IsZero() {
 		return 0, false
 	}
-	tr := r.Truth
+	tr, at := r.Truth, r.ClaimAfter()
 	everReady := tr.EverReady()
 	switch r.Claim.Outcome {
 	case ClaimReady:
-		if !everReady || (!tr.Dead.IsZero() && !r.Claim.At.Before(tr.Dead)) {
+		if !everReady || (tr.Dead != nil && at >= *tr.Dead) {
 			return 0, false
 		}
-		return r.Claim.At.Sub(tr.Ready), true
+		return at - *tr.Ready, true
 	case ClaimFailed:
-		if everReady || tr.Dead.IsZero() {
+		if everReady || tr.Dead == nil {
 			return 0, false
 		}
-		return r.Claim.At.Sub(tr.Dead), true
+		return at - *tr.Dead, true
 	}
 	return 0, false
 }

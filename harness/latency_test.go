@@ -6,18 +6,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/incident-replay/incident-replay/truth"
 )
 
 func TestDetectionLatency(t *testing.T) {
 	t0 := time.Date(2026, 2, 24, 11, 18, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	ready := Truth{Start: t0, Bound: at(600), Ready: at(660)}
-	dead := Truth{Start: t0, Dead: at(120), Exited: true, ExitCode: 137}
-	readyThenDead := Truth{Start: t0, Bound: at(60), Ready: at(100), Dead: at(300), Exited: true, ExitCode: 1}
-	deadBeforeReady := Truth{Start: t0, Ready: at(200), Dead: at(150), Exited: true, ExitCode: 1}
-	stuck := Truth{Start: t0, Bound: at(60)}
-	res := func(tr Truth, o Outcome, claimAt time.Time) Result {
-		return Result{Truth: tr, Claim: Claim{Outcome: o, At: claimAt}}
+	ready := truth.Truth{Bound: secs(600), Ready: secs(660)}
+	dead := truth.Truth{Dead: secs(120), ExitCode: code(137)}
+	readyThenDead := truth.Truth{Bound: secs(60), Ready: secs(100), Dead: secs(300), ExitCode: code(1)}
+	deadBeforeReady := truth.Truth{Ready: secs(200), Dead: secs(150), ExitCode: code(1)}
+	stuck := truth.Truth{Bound: secs(60)}
+	res := func(tr truth.Truth, o Outcome, claimAt time.Time) Result {
+		return Result{Start: t0, Truth: tr, Claim: Claim{Outcome: o, At: claimAt}}
 	}
 
 	cases := []struct {
@@ -59,10 +61,10 @@ func TestDetectionLatency(t *testing.T) {
 func TestLatencyTable(t *testing.T) {
 	t0 := time.Date(2026, 2, 24, 11, 18, 0, 0, time.UTC)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	ready := Truth{Start: t0, Bound: at(600), Ready: at(660)}
-	dead := Truth{Start: t0, Dead: at(120), Exited: true, ExitCode: 137}
-	run := func(scen, tool string, tr Truth, o Outcome, claim float64, v Verdict) Result {
-		return Result{Scenario: scen, Tool: tool, Truth: tr, Claim: Claim{Outcome: o, At: at(claim)}, Verdict: v}
+	ready := truth.Truth{Bound: secs(600), Ready: secs(660)}
+	dead := truth.Truth{Dead: secs(120), ExitCode: code(137)}
+	run := func(scen, tool string, tr truth.Truth, o Outcome, claim float64, v Verdict) Result {
+		return Result{Scenario: scen, Tool: tool, Start: t0, Truth: tr, Claim: Claim{Outcome: o, At: at(claim)}, Verdict: v}
 	}
 	tab := NewLatencyTable("llmwait", "loop")
 	for _, r := range []Result{
@@ -150,9 +152,9 @@ func TestLatencyTable(t *testing.T) {
 func TestLatencyTableMixedEvents(t *testing.T) {
 	t0 := time.Date(2026, 2, 24, 11, 18, 0, 0, time.UTC)
 	tab := NewLatencyTable("b")
-	tab.Add(Result{Scenario: "s", Tool: "b", Truth: Truth{Start: t0, Ready: t0.Add(10 * time.Second)},
+	tab.Add(Result{Scenario: "s", Tool: "b", Start: t0, Truth: truth.Truth{Ready: truth.At(10 * time.Second)},
 		Claim: Claim{Outcome: ClaimReady, At: t0.Add(12 * time.Second)}, Verdict: ReadyOK})
-	tab.Add(Result{Scenario: "s", Tool: "b", Truth: Truth{Start: t0, Dead: t0.Add(10 * time.Second)},
+	tab.Add(Result{Scenario: "s", Tool: "b", Start: t0, Truth: truth.Truth{Dead: truth.At(10 * time.Second)},
 		Claim: Claim{Outcome: ClaimFailed, At: t0.Add(11 * time.Second)}, Verdict: FailedFast})
 	c, _ := tab.Cell("s", "b")
 	if m, ok := c.Median(); !ok || m != 2*time.Second || c.Missed != 1 || c.Event != ClaimReady {

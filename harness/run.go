@@ -12,6 +12,7 @@ import (
 
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/truth"
 	"github.com/incident-replay/incident-replay/vtime"
 )
 
@@ -26,10 +27,20 @@ type Result struct {
 	MustPass bool
 	Reason   string
 	Claim    Claim
-	Truth    Truth
-	Limit    time.Duration // the harness limit (scenario time)
-	Wall     time.Duration
-	Output   string // the tool's last output lines (shell tools)
+	// Start is the scenario epoch: Truth's offsets count from it, Claim.At is on its clock.
+	Start time.Time
+	// Truth is what the server did: the journal's, with events the run ended before taken
+	// from the scenario's expect block (Predicted).
+	Truth     truth.Truth
+	Predicted bool
+	// Requests is how many requests clients sent the server (its own warmup excluded).
+	Requests int
+	// HealthLatency is the slowest passing health check the journal shows (a slow_health
+	// fault or a loaded server): no probe can claim ready sooner after t_ready than that.
+	HealthLatency time.Duration
+	Limit         time.Duration // the harness limit (scenario time)
+	Wall          time.Duration
+	Output        string // the tool's last output lines (shell tools)
 	// Journal is the server's ground-truth record of the run (for pictures and reports).
 	Journal []fakeserver.Record
 	Err     error // the harness could not run the pair; Verdict is empty
@@ -45,7 +56,7 @@ func (r Result) ClaimAfter() time.Duration {
 	if r.Claim.At.IsZero() {
 		return 0
 	}
-	return r.Claim.At.Sub(r.Truth.Start)
+	return r.Claim.At.Sub(r.Start)
 }
 
 // Limit is the harness limit for a pair: past everything the scenario scripts and past the
@@ -137,8 +148,10 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 	}
 	res.Claim = claim
 	res.Journal = journal
-	res.Truth = complete(truthFromJournal(journal, c.Timeline.Start), c.Predicted, claim.At)
-	res.Verdict, res.Reason = Classify(res.Truth, claim, PolicyFor(t.Interval, max(c.HealthLatency(), res.Truth.HealthLatency), res.Speed, r.Launcher.Overhead()))
+	res.Start = c.Timeline.Start
+	res.Truth, res.Predicted = complete(fakeserver.GroundTruth(journal), c.Predicted, claim.At.Sub(res.Start))
+	res.Requests, res.HealthLatency = requestStats(journal)
+	res.Verdict, res.Reason = Classify(res.Truth, res.Start, claim, PolicyFor(t.Interval, max(c.HealthLatency(), res.HealthLatency), res.Speed, r.Launcher.Overhead()))
 	return res
 }
 
@@ -156,22 +169,23 @@ type serverTimer interface {
 	ServerTime(at time.Time, journal []fakeserver.Record) time.Time
 }
 
-// complete fills events the run ended before (the tool returned early) from the scenario's
-// stated truth; events at or before the end come from the journal alone.
-func complete(j, predicted Truth, end time.Time) Truth {
-	fill := func(got *time.Time, want time.Time) {
-		if got.IsZero() && !want.IsZero() && want.After(end) {
-			*got = want
-			j.Predicted = true
+// complete fills events the run ended before (the tool returned early, at offset end) from
+// the scenario's stated truth, and reports whether it filled any; events at or before the
+// end come from the journal alone.
+func complete(j, predicted truth.Truth, end time.Duration) (truth.Truth, bool) {
+	filled := false
+	fill := func(got **time.Duration, want *time.Duration) {
+		if *got == nil && want != nil && *want > end {
+			*got, filled = want, true
 		}
 	}
 	fill(&j.Bound, predicted.Bound)
 	fill(&j.Ready, predicted.Ready)
 	fill(&j.Dead, predicted.Dead)
-	if j.Predicted && !j.Exited && predicted.Exited && predicted.Dead.After(end) {
-		j.Exited, j.ExitCode = true, predicted.ExitCode
+	if filled && j.ExitCode == nil && predicted.ExitCode != nil && predicted.Dead != nil && *predicted.Dead > end {
+		j.ExitCode = predicted.ExitCode
 	}
-	return j
+	return j, filled
 }
 
 // toolStarter is a Target whose clock waits for the tool to be on it before time moves.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/sglang"
+
+	"github.com/incident-replay/incident-replay/truth"
 )
 
 var epoch = time.Date(2026, 2, 24, 11, 18, 0, 0, time.UTC)
@@ -17,14 +19,14 @@ var epoch = time.Date(2026, 2, 24, 11, 18, 0, 0, time.UTC)
 func happyCase() Case {
 	tl := fakeserver.HappyPath(epoch, sglang.ProfileFor(sglang.EraC), 20*time.Second, 0, 0)
 	return Case{Name: "happy", Timeline: tl, Expect: ReadyOK,
-		Predicted: Truth{Start: epoch, Bound: epoch.Add(20 * time.Second), Ready: epoch.Add(21300 * time.Millisecond)}}
+		Predicted: truth.Truth{Bound: truth.At(20 * time.Second), Ready: truth.At(21300 * time.Millisecond)}}
 }
 
 // crashCase dies with exit 1 at 15 s, before binding at 60 s.
 func crashCase() Case {
 	tl := fakeserver.HappyPath(epoch, sglang.ProfileFor(sglang.EraC), 60*time.Second, 15*time.Second, 1)
 	return Case{Name: "crash", Timeline: tl.UntilExit(), Expect: FailedFast,
-		Predicted: Truth{Start: epoch, Dead: epoch.Add(15 * time.Second), Exited: true, ExitCode: 1}}
+		Predicted: truth.Truth{Dead: truth.At(15 * time.Second), ExitCode: code(1)}}
 }
 
 func builtin(t *testing.T, name string) Tool {
@@ -156,15 +158,15 @@ func TestLimitCoversBudgetAndHorizon(t *testing.T) {
 }
 
 func TestCompleteUsesPredictionOnlyAfterTheEnd(t *testing.T) {
-	pred := Truth{Start: epoch, Bound: epoch.Add(20 * time.Second), Ready: epoch.Add(30 * time.Second), Dead: epoch.Add(90 * time.Second), Exited: true, ExitCode: 137}
+	pred := truth.Truth{Bound: truth.At(20 * time.Second), Ready: truth.At(30 * time.Second), Dead: truth.At(90 * time.Second), ExitCode: code(137)}
 	// The tool gave up at 25 s: bound comes from the journal, ready and dead are predicted.
-	got := complete(Truth{Bound: epoch.Add(21 * time.Second)}, pred, epoch.Add(25*time.Second))
-	if !got.Bound.Equal(epoch.Add(21*time.Second)) || !got.Ready.Equal(pred.Ready) || !got.Dead.Equal(pred.Dead) || !got.Predicted || got.ExitCode != 137 {
+	got, predicted := complete(truth.Truth{Bound: truth.At(21 * time.Second)}, pred, 25*time.Second)
+	if *got.Bound != 21*time.Second || got.Ready != pred.Ready || got.Dead != pred.Dead || !predicted || got.ExitCode == nil || *got.ExitCode != 137 {
 		t.Fatalf("complete = %+v", got)
 	}
 	// The tool ran past 30 s and the journal has no ready: the server did not become ready.
-	got = complete(Truth{}, pred, epoch.Add(40*time.Second))
-	if !got.Ready.IsZero() {
+	got, _ = complete(truth.Truth{}, pred, 40*time.Second)
+	if got.Ready != nil {
 		t.Fatalf("a prediction that the journal contradicts was used: %+v", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/incident-replay/incident-replay/fault"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/scenarios"
+	"github.com/incident-replay/incident-replay/truth"
 )
 
 // Case is one scenario ready to run: the parsed file, its compiled timeline and what a correct
@@ -21,15 +22,15 @@ type Case struct {
 	Expect Verdict
 	// Predicted is the scenario's stated ground truth (offsets in the expect block). A run
 	// that ends before an event falls due takes that event from here.
-	Predicted Truth
+	Predicted truth.Truth
 }
 
 // Horizon is the scenario time by which everything the scenario scripts has happened.
 func (c Case) Horizon() time.Duration {
 	h := c.Timeline.Duration()
-	for _, t := range []time.Time{c.Predicted.Bound, c.Predicted.Ready, c.Predicted.Dead} {
-		if !t.IsZero() && t.Sub(c.Timeline.Start) > h {
-			h = t.Sub(c.Timeline.Start)
+	for _, t := range []*time.Duration{c.Predicted.Bound, c.Predicted.Ready, c.Predicted.Dead} {
+		if t != nil && *t > h {
+			h = *t
 		}
 	}
 	return h
@@ -56,7 +57,7 @@ func (c Case) SlowestAnswer() time.Duration {
 			}
 		}
 	}
-	if !c.Predicted.Dead.IsZero() && !c.Predicted.Exited {
+	if c.Predicted.Dead != nil && !c.Predicted.Exited() {
 		timeout := fakeserver.DefaultHealthTimeout
 		if c.Compiled != nil && c.Compiled.Behavior.HealthTimeout > 0 {
 			timeout = c.Compiled.Behavior.HealthTimeout.D()

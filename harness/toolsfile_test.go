@@ -85,7 +85,7 @@ func TestBuiltinsValidateAndAreUnique(t *testing.T) {
 
 func TestScorecardFormats(t *testing.T) {
 	card := Scorecard{Speed: 60, Where: "inprocess", Results: []Result{
-		{Scenario: "s0", Tool: "llmwait", MustPass: true, Expect: ReadyOK, Verdict: ReadyOK, Truth: Truth{Start: epoch}, Claim: Claim{At: epoch.Add(30 * time.Second)}},
+		{Scenario: "s0", Tool: "llmwait", MustPass: true, Expect: ReadyOK, Verdict: ReadyOK, Start: epoch, Claim: Claim{At: epoch.Add(30 * time.Second)}},
 		{Scenario: "s0", Tool: "loop", Expect: MissedReady, Verdict: Hung, Reason: "killed"},
 		{Scenario: "s4", Tool: "llmwait", MustPass: true, Expect: FailedFast, Verdict: FailedSlow, Reason: "slow"},
 		{Scenario: "s4", Tool: "loop", Verdict: FailedSlow},

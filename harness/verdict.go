@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/incident-replay/incident-replay/scenarios"
+	"github.com/incident-replay/incident-replay/truth"
 )
 
 // Verdict is the scenario package's verdict class, so a scenario's expect block and a run's
@@ -24,37 +25,6 @@ const (
 	FailedSlow  = scenarios.FailedSlow
 	Hung        = scenarios.Hung
 )
-
-// Truth is what the server did, read from the fake server's journal (never from the tool).
-// Times are scenario times; a zero time means "did not happen".
-type Truth struct {
-	Start    time.Time // launch: the scenario epoch
-	Bound    time.Time // HTTP port bound
-	Ready    time.Time // warmup done: a correct health probe passes from here
-	Dead     time.Time // process exited or the server wedged
-	ExitCode int       // valid when Exited
-	Exited   bool
-	Requests int // client requests the server saw (its own warmup excluded)
-	// HealthLatency is the slowest passing health check the journal shows (a slow_health
-	// fault or a loaded server): no probe can claim ready sooner after t_ready than that.
-	HealthLatency time.Duration
-	// Predicted is set when part of the truth comes from the compiled timeline rather than the
-	// journal, because the tool finished before those events fell due.
-	Predicted bool
-}
-
-// At renders a truth time as an offset from Start, or "-" when it did not happen.
-func (t Truth) At(x time.Time) string {
-	if x.IsZero() {
-		return "-"
-	}
-	return FormatDuration(x.Sub(t.Start))
-}
-
-// EverReady reports whether the server became ready before it died (if it died).
-func (t Truth) EverReady() bool {
-	return !t.Ready.IsZero() && (t.Dead.IsZero() || t.Ready.Before(t.Dead))
-}
 
 // Outcome is how a tool run ended.
 type Outcome uint8
@@ -110,41 +80,51 @@ func PolicyFor(interval, healthLatency time.Duration, speed float64, overhead ti
 	return Policy{Slack: interval + healthLatency + grace, FastWindow: interval + grace}
 }
 
-// Classify judges a claim against the truth. The reason says which rule decided.
-func Classify(tr Truth, c Claim, p Policy) (Verdict, string) {
-	everReady := tr.EverReady()
-	switch c.Outcome {
-	case NoClaim:
+// Classify judges a claim against the truth; start is the scenario epoch the truth's offsets
+// count from. The reason says which rule decided.
+func Classify(tr truth.Truth, start time.Time, c Claim, p Policy) (Verdict, string) {
+	if c.Outcome == NoClaim {
 		return Hung, "killed at the harness limit"
-	case ClaimReady:
-		switch {
-		case !everReady:
-			return FalseReady, "claimed ready at " + tr.At(c.At) + "; the server never became ready"
-		case c.At.Before(tr.Ready):
-			return FalseReady, fmt.Sprintf("claimed ready at %s, %s before t_ready %s", tr.At(c.At), FormatDuration(tr.Ready.Sub(c.At)), tr.At(tr.Ready))
-		case !tr.Dead.IsZero() && !c.At.Before(tr.Dead):
-			return FalseReady, "claimed ready at " + tr.At(c.At) + " after the server died at " + tr.At(tr.Dead)
-		case c.At.Sub(tr.Ready) <= p.Slack:
-			return ReadyOK, fmt.Sprintf("ready %s after t_ready (slack %s)", FormatDuration(c.At.Sub(tr.Ready)), FormatDuration(p.Slack))
-		default:
-			return ReadyLate, fmt.Sprintf("ready %s after t_ready (slack %s)", FormatDuration(c.At.Sub(tr.Ready)), FormatDuration(p.Slack))
-		}
 	}
-	// ClaimFailed.
+	at := c.At.Sub(start)
+	if c.Outcome == ClaimReady {
+		return classifyReady(tr, at, p)
+	}
+	return classifyFailed(tr, at, p)
+}
+
+func classifyReady(tr truth.Truth, at time.Duration, p Policy) (Verdict, string) {
+	f := FormatDuration
 	switch {
-	case everReady:
-		if c.At.Before(tr.Ready) {
-			return MissedReady, fmt.Sprintf("gave up at %s; the server was ready at %s", tr.At(c.At), tr.At(tr.Ready))
-		}
-		return MissedReady, fmt.Sprintf("gave up at %s although the server had been ready since %s", tr.At(c.At), tr.At(tr.Ready))
-	case tr.Dead.IsZero():
-		// Never ready, never dead (stuck in warmup): the only way out is the tool's own timeout.
-		return FailedSlow, "gave up at " + tr.At(c.At) + " on a server that never became ready"
-	case c.At.Sub(tr.Dead) <= p.FastWindow:
-		// Includes failing before t_dead: a preflight that predicted the death.
-		return FailedFast, fmt.Sprintf("failed at %s, server died at %s", tr.At(c.At), tr.At(tr.Dead))
+	case !tr.EverReady():
+		return FalseReady, "claimed ready at " + f(at) + "; the server never became ready"
+	case at < *tr.Ready:
+		return FalseReady, fmt.Sprintf("claimed ready at %s, %s before t_ready %s", f(at), f(*tr.Ready-at), f(*tr.Ready))
+	case tr.Dead != nil && at >= *tr.Dead:
+		return FalseReady, "claimed ready at " + f(at) + " after the server died at " + f(*tr.Dead)
+	case at-*tr.Ready <= p.Slack:
+		return ReadyOK, fmt.Sprintf("ready %s after t_ready (slack %s)", f(at-*tr.Ready), f(p.Slack))
 	default:
-		return FailedSlow, fmt.Sprintf("failed at %s, %s after the server died at %s", tr.At(c.At), FormatDuration(c.At.Sub(tr.Dead)), tr.At(tr.Dead))
+		return ReadyLate, fmt.Sprintf("ready %s after t_ready (slack %s)", f(at-*tr.Ready), f(p.Slack))
+	}
+}
+
+func classifyFailed(tr truth.Truth, at time.Duration, p Policy) (Verdict, string) {
+	f := FormatDuration
+	switch {
+	case tr.EverReady():
+		if at < *tr.Ready {
+			return MissedReady, fmt.Sprintf("gave up at %s; the server was ready at %s", f(at), f(*tr.Ready))
+		}
+		return MissedReady, fmt.Sprintf("gave up at %s although the server had been ready since %s", f(at), f(*tr.Ready))
+	case tr.Dead == nil:
+		// Never ready, never dead (stuck in warmup): the only way out is the tool's own timeout.
+		return FailedSlow, "gave up at " + f(at) + " on a server that never became ready"
+	case at-*tr.Dead <= p.FastWindow:
+		// Includes failing before t_dead: a preflight that predicted the death.
+		return FailedFast, fmt.Sprintf("failed at %s, server died at %s", f(at), f(*tr.Dead))
+	default:
+		return FailedSlow, fmt.Sprintf("failed at %s, %s after the server died at %s", f(at), f(at-*tr.Dead), f(*tr.Dead))
 	}
 }
 

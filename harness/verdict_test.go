@@ -3,20 +3,22 @@ package harness
 import (
 	"testing"
 	"time"
+
+	"github.com/incident-replay/incident-replay/truth"
 )
 
 func TestClassify(t *testing.T) {
 	t0 := time.Date(2026, 2, 24, 11, 18, 0, 0, time.UTC)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	ready := Truth{Start: t0, Bound: at(600), Ready: at(660)}
-	dead := Truth{Start: t0, Dead: at(120), Exited: true, ExitCode: 137}
-	readyThenDead := Truth{Start: t0, Bound: at(60), Ready: at(100), Dead: at(300), Exited: true, ExitCode: 1}
-	stuck := Truth{Start: t0, Bound: at(60)}
+	ready := truth.Truth{Bound: secs(600), Ready: secs(660)}
+	dead := truth.Truth{Dead: secs(120), ExitCode: code(137)}
+	readyThenDead := truth.Truth{Bound: secs(60), Ready: secs(100), Dead: secs(300), ExitCode: code(1)}
+	stuck := truth.Truth{Bound: secs(60)}
 	p := Policy{Slack: 15 * time.Second, FastWindow: 15 * time.Second}
 
 	cases := []struct {
 		name  string
-		truth Truth
+		truth truth.Truth
 		claim Claim
 		want  Verdict
 	}{
@@ -41,7 +43,7 @@ func TestClassify(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, why := Classify(c.truth, c.claim, p)
+			got, why := Classify(c.truth, t0, c.claim, p)
 			if got != c.want {
 				t.Fatalf("Classify = %s (%s), want %s", got, why, c.want)
 			}
@@ -64,3 +66,8 @@ func TestFmtDur(t *testing.T) {
 		}
 	}
 }
+
+// secs is an offset of s seconds, for truth literals.
+func secs(s float64) *time.Duration { return truth.At(time.Duration(s * float64(time.Second))) }
+
+func code(n int) *int { return &n }

@@ -6,26 +6,19 @@ import (
 	"time"
 
 	"github.com/incident-replay/incident-replay/fault"
-	"github.com/incident-replay/incident-replay/sglang"
-
 	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/sglang"
+	"github.com/incident-replay/incident-replay/truth"
 )
 
-// Prediction is the ground truth a compiled timeline implies: what the journal of a run
-// without tool interference will show. Nil times mean "never".
-type Prediction struct {
-	Bound, Ready, Dead *time.Duration
-	ExitCode           *int
-}
-
 // Predict reads the ground truth off the timeline: bound at OpBind, ready one warmup after it
-// (unless the server died or its scheduler wedged first), dead at OpExit or at an unbounded
-// wedge. A timeline that prints its own ready line (a recorded log) runs no live warmup: it is
-// ready at the first such line after the bind, as fakeserver has it.
-func (c *Compiled) Predict() Prediction {
-	var p Prediction
-	at := func(d time.Duration) *time.Duration { return &d }
-	var wedgedAt, readyLine *time.Duration
+// (unless the server died first), dead at OpExit or at a wedge that never ends, then each
+// fault's own predicted effect. A timeline that prints its own ready line (a recorded log)
+// runs no live warmup: it is ready at the first such line after the bind, as fakeserver has
+// it.
+func (c *Compiled) Predict() truth.Truth {
+	var p truth.Truth
+	var readyLine *time.Duration
 	recordedReady := false
 	for _, e := range c.Timeline.Entries {
 		switch e.Op {
@@ -33,102 +26,38 @@ func (c *Compiled) Predict() Prediction {
 			if e.Event.Kind == sglang.KindReady {
 				recordedReady = true
 				if readyLine == nil && p.Bound != nil {
-					readyLine = at(e.At)
+					readyLine = truth.At(e.At)
 				}
 			}
 		case replay.OpBind:
-			if p.Bound == nil {
-				p.Bound = at(e.At)
-			}
+			p.Bind(e.At)
 		case replay.OpExit:
-			if p.Dead == nil {
-				p.Dead = at(e.At)
-			}
-			if p.ExitCode == nil {
-				code := e.Code
-				p.ExitCode = &code
-			}
-		case replay.OpWedge, replay.OpSchedulerDead:
-			if p.Dead == nil {
-				p.Dead = at(e.At)
-			}
-		case replay.OpWedgeScheduler:
-			// A scheduler that hangs for good is dead as a tool sees it (fakeserver.GroundTruth
-			// takes the same view), even if the watchdog ends the process much later.
-			if wedgedAt == nil {
-				wedgedAt = at(e.At)
-			}
-			if p.Dead == nil {
-				p.Dead = at(e.At)
+			p.Exit(e.At, e.Code)
+		case replay.OpWedge, replay.OpSchedulerDead, replay.OpWedgeScheduler:
+			p.Wedge(e.At) // the timeline has no op that ends them
+		}
+	}
+	f := fault.Forecast{Truth: &p, TeardownOnChildCrash: c.Profile.TeardownOnChildCrash}
+	for _, spec := range c.Faults {
+		if at, ok := c.faultTrigger(spec); ok {
+			if d, known := fault.Lookup(spec.Kind); known {
+				d.Fault.Predict(spec, at, &f)
 			}
 		}
 	}
-	c.applyFaults(&p, &wedgedAt)
-	if recordedReady {
-		if r := readyLine; p.Bound != nil && r != nil && (p.Dead == nil || *p.Dead >= *r) && (wedgedAt == nil || *wedgedAt >= *r) && !c.warmupBroken() {
-			p.Ready = r
+	switch {
+	case recordedReady:
+		if readyLine != nil && p.ReadyBy(*readyLine) && !f.WarmupBroken {
+			p.BecomeReady(*readyLine)
 		}
-		return p
-	}
-	if p.Bound != nil && !c.Args.SkipServerWarmup {
-		r := *p.Bound + c.warmupLatency()
-		if (p.Dead == nil || *p.Dead >= r) && (wedgedAt == nil || *wedgedAt >= r) && !c.warmupBroken() {
-			p.Ready = &r
+	case p.Bound != nil && !c.Args.SkipServerWarmup:
+		if r := *p.Bound + c.warmupLatency(); p.ReadyBy(r) && !f.WarmupBroken {
+			p.BecomeReady(r)
 		}
-	} else if p.Bound != nil {
-		p.Ready = at(*p.Bound)
+	case p.Bound != nil:
+		p.BecomeReady(*p.Bound)
 	}
 	return p
-}
-
-// applyFaults folds the faults that end or wedge the server into the prediction.
-func (c *Compiled) applyFaults(p *Prediction, wedgedAt **time.Duration) {
-	for _, f := range c.Faults {
-		trig, ok := c.faultTrigger(f)
-		if !ok {
-			continue
-		}
-		switch f.Kind {
-		case fault.Wedge, fault.WedgeScheduler:
-			if f.For != 0 {
-				continue
-			}
-			t := trig
-			if f.Kind == fault.WedgeScheduler {
-				*wedgedAt = &t
-			}
-			if p.Dead == nil || *p.Dead > t {
-				p.Dead = &t
-			}
-		case fault.SchedulerDead:
-			// Generation stops for good: dead as a tool sees it, and no warmup after it can
-			// finish. Era C's SubprocessWatchdog also ends the process (137) a second later.
-			t := trig
-			*wedgedAt = &t
-			if p.Dead == nil || *p.Dead > t {
-				p.Dead = &t
-			}
-			if c.Profile.TeardownOnChildCrash && p.ExitCode == nil {
-				code := 137
-				p.ExitCode = &code
-			}
-		case fault.StaleListener, fault.Errno98:
-			// The new server never binds; it dies where it would have bound.
-			if p.Bound != nil {
-				t, code := *p.Bound, f.ExitCode()
-				p.Bound, p.Dead, p.ExitCode = nil, &t, &code
-			}
-		case fault.WarmupProxyFailure:
-			if p.Bound != nil {
-				win := f.For
-				if win == 0 {
-					win = fault.DefaultProxyPollWindow
-				}
-				t, code := *p.Bound+win, f.ExitCode()
-				p.Dead, p.ExitCode = &t, &code
-			}
-		}
-	}
 }
 
 // faultTrigger is the offset a fault starts at: At, or At after the first line containing
@@ -145,19 +74,24 @@ func (c *Compiled) faultTrigger(f fault.Spec) (time.Duration, bool) {
 	return 0, false
 }
 
-// warmupBroken reports faults that stop warmup from ever finishing.
-func (c *Compiled) warmupBroken() bool {
-	for _, f := range c.Faults {
-		switch f.Kind {
-		case "warmup_proxy_failure", "errno98", "stale_listener":
-			return true
+// Truth is the ground truth the expect block states.
+func (e Expect) Truth() truth.Truth {
+	at := func(d *Duration) *time.Duration {
+		if d == nil {
+			return nil
 		}
+		return truth.At(d.D())
 	}
-	return false
+	t := truth.Truth{Bound: at(e.Bound), Ready: at(e.Ready), Dead: at(e.Dead)}
+	if e.ExitCode != nil {
+		code := *e.ExitCode
+		t.ExitCode = &code
+	}
+	return t
 }
 
 // Check compares a prediction (or a journal's truth) with the expect block.
-func (e Expect) Check(got Prediction) error {
+func (e Expect) Check(got truth.Truth) error {
 	var errs []string
 	cmp := func(name string, want, have *Duration, haveD *time.Duration) {
 		switch {

@@ -93,7 +93,11 @@ func runReplay(ctx context.Context, stdout, stderr io.Writer, o replayOptions) e
 		}
 		out = stdout
 	}
-	fmt.Fprintf(out, "%s x %s: %s at %s (%s); wall %.1fs\n", res.Scenario, res.Tool, res.Verdict, res.Truth.At(res.Claim.At), res.Reason, res.Wall.Seconds())
+	claimed := "-"
+	if !res.Claim.At.IsZero() {
+		claimed = harness.FormatDuration(res.ClaimAfter())
+	}
+	fmt.Fprintf(out, "%s x %s: %s at %s (%s); wall %.1fs\n", res.Scenario, res.Tool, res.Verdict, claimed, res.Reason, res.Wall.Seconds())
 	if o.svg != "-" {
 		fmt.Fprintf(out, "picture: %s\n", o.svg)
 	}

@@ -108,7 +108,7 @@ func TestServe(t *testing.T) {
 			if err != nil || len(recs) == 0 {
 				t.Fatalf("journal: %d records, %v", len(recs), err)
 			}
-			if truth := fakeserver.GroundTruth(recs); c.stop == 0 && (!truth.Exited || truth.ExitCode != c.code) {
+			if truth := fakeserver.GroundTruth(recs); c.stop == 0 && (truth.ExitCode == nil || *truth.ExitCode != c.code) {
 				t.Errorf("journal truth %+v, want exit %d", truth, c.code)
 			}
 			if base != "" {

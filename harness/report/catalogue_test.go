@@ -79,14 +79,14 @@ func catalogueCard(t testing.TB) harness.Scorecard {
 			interval := time.Duration(2+3*(k%5)) * time.Second
 			claimAt := end
 			outcome := harness.ClaimFailed
-			if g.ReadyOK && k%3 == 0 {
-				claimAt, outcome = g.Ready+interval, harness.ClaimReady
+			if g.Ready != nil && k%3 == 0 {
+				claimAt, outcome = *g.Ready+interval, harness.ClaimReady
 			}
 			j := append([]fakeserver.Record(nil), journals[i]...)
-			if g.BoundOK {
-				for at := g.Bound; at < claimAt && (!g.DeadOK || at < g.Dead); at += interval {
+			if g.Bound != nil {
+				for at := *g.Bound; at < claimAt && (g.Dead == nil || at < *g.Dead); at += interval {
 					status := 503
-					if g.ReadyOK && at >= g.Ready {
+					if g.Ready != nil && at >= *g.Ready {
 						status = 200
 					}
 					j = append(j, fakeserver.Record{Type: fakeserver.RecRequest, At: at, Route: "/health", Status: status, Latency: time.Second})
@@ -94,27 +94,17 @@ func catalogueCard(t testing.TB) harness.Scorecard {
 			}
 			start := c.Timeline.Start
 			claim := harness.Claim{Outcome: outcome, At: start.Add(claimAt)}
-			truth := harness.Truth{Start: start}
-			if g.BoundOK {
-				truth.Bound = start.Add(g.Bound)
-			}
-			if g.ReadyOK {
-				truth.Ready = start.Add(g.Ready)
-			}
-			if g.DeadOK {
-				truth.Dead, truth.Exited, truth.ExitCode = start.Add(g.Dead), g.Exited, g.ExitCode
-			}
 			// The verdict only colours the picture; the harness's own classifier is not under test.
 			v, why := harness.FailedSlow, "gave up"
 			switch {
 			case outcome == harness.ClaimReady:
 				v, why = harness.ReadyOK, "claimed ready one interval after t_ready"
-			case g.ReadyOK:
+			case g.Ready != nil:
 				v, why = harness.MissedReady, "gave up although the server was ready"
 			}
 			results = append(results, harness.Result{
 				Scenario: c.Name, Tool: fmt.Sprintf("tool-%02d", k), Speed: 60, Verdict: v, Reason: why,
-				Claim: claim, Truth: truth, Limit: c.Horizon() + 2*time.Minute, Wall: claimAt / 60, Journal: j,
+				Claim: claim, Start: start, Truth: g, Limit: c.Horizon() + 2*time.Minute, Wall: claimAt / 60, Journal: j,
 			})
 		}
 	}

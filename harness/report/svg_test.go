@@ -11,6 +11,8 @@ import (
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/harness"
 	"github.com/incident-replay/incident-replay/harness/report/svgtest"
+
+	"github.com/incident-replay/incident-replay/truth"
 )
 
 // node adds the report's own font-size rules to the generic tree.
@@ -176,7 +178,7 @@ func TestSVGTextDoesNotOverlap(t *testing.T) {
 			stateRec(ready, fakeserver.StateReady), {Type: fakeserver.RecState, At: sec(dead), State: fakeserver.StateDead, Code: &code}}
 		return harness.Result{Scenario: name, Tool: "curl-strict", Speed: 60, Verdict: harness.FailedFast, Expect: harness.ReadyOK,
 			Claim: harness.Claim{Outcome: outcome, At: at(claim)}, Journal: j, Reason: "crowded",
-			Truth: harness.Truth{Start: start, Bound: at(bound), Ready: at(ready), Dead: at(dead), Exited: true, ExitCode: code}}
+			Start: start, Truth: truth.Truth{Bound: truth.At(sec(bound)), Ready: truth.At(sec(ready)), Dead: truth.At(sec(dead)), ExitCode: &code}}
 	}
 	results := []harness.Result{
 		foundingResult(),

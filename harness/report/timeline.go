@@ -9,6 +9,7 @@ import (
 
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/harness"
+	"github.com/incident-replay/incident-replay/truth"
 )
 
 // Phase is a server phase a band shows.
@@ -117,13 +118,13 @@ func NewTimeline(r harness.Result, journal []fakeserver.Record) Timeline {
 		t.Probes = append(t.Probes, Probe{At: rec.At, Latency: rec.Latency, Route: rec.Route, Status: rec.Status, Class: classify(rec)})
 	}
 	t.Marks = marks(r.Truth, fakeserver.GroundTruth(journal))
-	if !r.Claim.At.IsZero() && !r.Truth.Start.IsZero() {
-		t.ClaimAt = r.Claim.At.Sub(r.Truth.Start)
+	if !r.Claim.At.IsZero() && !r.Start.IsZero() {
+		t.ClaimAt = r.Claim.At.Sub(r.Start)
 	} else if r.Claim.Outcome == harness.NoClaim && r.Err == nil {
 		t.ClaimAt = r.Limit
 	}
-	if !r.Truth.Ready.IsZero() && (r.Claim.Outcome != harness.ClaimReady || r.Verdict == harness.ReadyLate) {
-		ready := r.Truth.Ready.Sub(r.Truth.Start)
+	if r.Truth.Ready != nil && (r.Claim.Outcome != harness.ClaimReady || r.Verdict == harness.ReadyLate) {
+		ready := *r.Truth.Ready
 		for _, p := range t.Probes {
 			if p.Class == Probe2xx && healthRoutes[p.Route] && p.At >= ready && (t.ClaimAt == 0 || p.At <= t.ClaimAt) {
 				t.Ignored++
@@ -248,25 +249,25 @@ func bands(journal []fakeserver.Record) ([]Band, time.Duration) {
 
 // marks places the ground truth the verdict was judged by; an event the journal lacks but
 // the truth has was filled in from the scenario (the run ended first).
-func marks(tr harness.Truth, g fakeserver.Truth) []Mark {
+func marks(tr, g truth.Truth) []Mark {
 	var out []Mark
-	add := func(name string, at time.Time, inJournal bool, suffix string) {
-		if at.IsZero() {
+	add := func(name string, at *time.Duration, inJournal bool, suffix string) {
+		if at == nil {
 			return
 		}
-		m := Mark{Name: name, At: at.Sub(tr.Start), Predicted: !inJournal}
+		m := Mark{Name: name, At: *at, Predicted: !inJournal}
 		m.Label = name + " " + harness.FormatDuration(m.At) + suffix
 		if m.Predicted {
 			m.Label += " (predicted)"
 		}
 		out = append(out, m)
 	}
-	add("bound", tr.Bound, g.BoundOK, "")
-	add("ready", tr.Ready, g.ReadyOK, "")
+	add("bound", tr.Bound, g.Bound != nil, "")
+	add("ready", tr.Ready, g.Ready != nil, "")
 	dead := ", wedged"
-	if tr.Exited {
-		dead = ", exit " + strconv.Itoa(tr.ExitCode)
+	if tr.ExitCode != nil {
+		dead = ", exit " + strconv.Itoa(*tr.ExitCode)
 	}
-	add("dead", tr.Dead, g.DeadOK, dead)
+	add("dead", tr.Dead, g.Dead != nil, dead)
 	return out
 }

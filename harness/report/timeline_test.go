@@ -7,6 +7,8 @@ import (
 
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/harness"
+
+	"github.com/incident-replay/incident-replay/truth"
 )
 
 func sec(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
@@ -137,8 +139,8 @@ func foundingResult() harness.Result {
 	return harness.Result{
 		Scenario: "hicache-48-cold-start", Tool: "founding-loop-1", Speed: 60, Wall: 12 * time.Second,
 		Verdict: harness.MissedReady, Expect: harness.MissedReady, Reason: "gave up at 11m40s although the server had been ready since 10m33s",
-		Claim:   harness.Claim{Outcome: harness.ClaimFailed, At: start.Add(sec(700))},
-		Truth:   harness.Truth{Start: start, Bound: start.Add(sec(632)), Ready: start.Add(sec(633)), Dead: start.Add(sec(900))},
+		Claim: harness.Claim{Outcome: harness.ClaimFailed, At: start.Add(sec(700))},
+		Start: start, Truth: truth.Truth{Bound: truth.At(sec(632)), Ready: truth.At(sec(633)), Dead: truth.At(sec(900))},
 		Limit:   30 * time.Minute,
 		Journal: coldStart(end),
 	}
@@ -175,7 +177,7 @@ func TestNewTimeline(t *testing.T) {
 		t.Errorf("hung: ClaimAt = %v Ignored = %d", tl.ClaimAt, tl.Ignored)
 	}
 	// A tool that claimed ready on time ignored nothing.
-	r.Claim = harness.Claim{Outcome: harness.ClaimReady, At: r.Truth.Start.Add(sec(636))}
+	r.Claim = harness.Claim{Outcome: harness.ClaimReady, At: r.Start.Add(sec(636))}
 	r.Verdict = harness.ReadyOK
 	if tl := NewTimeline(r, r.Journal); tl.Ignored != 0 {
 		t.Errorf("ready-ok: Ignored = %d, want 0", tl.Ignored)
@@ -188,8 +190,8 @@ func TestWedgeRunsToTheEndOfTheRun(t *testing.T) {
 	start := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	r := harness.Result{
 		Scenario: "s3-hang", Tool: "founding-loop-1", Verdict: harness.Hung, Limit: 100 * time.Second,
-		Claim:   harness.Claim{Outcome: harness.NoClaim},
-		Truth:   harness.Truth{Start: start, Bound: start.Add(sec(5)), Dead: start.Add(sec(6))},
+		Claim: harness.Claim{Outcome: harness.NoClaim},
+		Start: start, Truth: truth.Truth{Bound: truth.At(sec(5)), Dead: truth.At(sec(6))},
 		Journal: []fakeserver.Record{stateRec(5, fakeserver.StateBound), stateRec(6, fakeserver.StateWedged)},
 	}
 	tl := NewTimeline(r, r.Journal)

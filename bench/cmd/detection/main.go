@@ -149,7 +149,7 @@ func loadCases(list string, seed int64) ([]harness.Case, error) {
 		if err != nil {
 			return nil, err
 		}
-		if c.Predicted.Ready.IsZero() && c.Predicted.Dead.IsZero() {
+		if c.Predicted.Ready == nil && c.Predicted.Dead == nil {
 			if list == "all" {
 				continue
 			}
