@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/incident-replay/incident-replay/gpu"
 	"github.com/incident-replay/incident-replay/ready"
 	"github.com/incident-replay/incident-replay/vtime"
 )
@@ -29,7 +28,7 @@ func LLMWait(ctx context.Context, env Env) error {
 		if ready.PreflightFailed(fs) {
 			var msgs []string
 			for _, f := range fs {
-				if f.Severity == gpu.Error {
+				if f.Severity == ready.SeverityError {
 					msgs = append(msgs, f.String())
 				}
 			}

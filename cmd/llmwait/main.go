@@ -23,6 +23,7 @@ import (
 	"github.com/incident-replay/incident-replay/gpu"
 	"github.com/incident-replay/incident-replay/ready"
 	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/sglang"
 )
 
 func main() {
@@ -232,7 +233,7 @@ func loadHost(arg string) (*gpu.Host, error) {
 	return &h, nil
 }
 
-func printFindings(w io.Writer, fs []gpu.Finding, json bool) {
+func printFindings(w io.Writer, fs []ready.Finding, json bool) {
 	for _, f := range fs {
 		if json {
 			b, _ := jsonMarshal(map[string]any{"event": "preflight", "severity": f.Severity, "check": f.Check, "msg": f.Message})
@@ -243,11 +244,14 @@ func printFindings(w io.Writer, fs []gpu.Finding, json bool) {
 	}
 }
 
+// hostCheckUsage describes --host-check, the SGLang build's HiCache host-memory check.
+const hostCheckUsage = "the SGLang build's HiCache host check: per-rank (each rank against all of MemAvailable; an oversized --hicache-size OOMs the host) or divided-per-host (builds with sglang PR #35540; it fails fast)"
+
 func preflightCmd(stdout, stderr io.Writer) *cobra.Command {
-	var hostProfile string
+	var hostProfile, hostCheck string
 	var json bool
 	cmd := &cobra.Command{
-		Use:   "preflight [--host-profile NAME|FILE] -- SERVER COMMAND...",
+		Use:   "preflight [--host-profile NAME|FILE] [--host-check RULE] -- SERVER COMMAND...",
 		Short: "Check a launch against the host without starting it (exit 4 on an error finding)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -255,7 +259,11 @@ func preflightCmd(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fs := ready.Preflight(cmd.Context(), ready.PreflightInput{Argv: args, Host: host})
+			rule, err := sglang.ParseHostCheckRule(hostCheck)
+			if err != nil {
+				return fmt.Errorf("--host-check: %w", err)
+			}
+			fs := ready.Preflight(cmd.Context(), ready.PreflightInput{Argv: args, Host: host, HostCheck: rule})
 			printFindings(stderr, fs, json)
 			if ready.PreflightFailed(fs) {
 				fmt.Fprintln(stderr, "llmwait: FAILED [4 preflight failed]: not launching")
@@ -266,13 +274,14 @@ func preflightCmd(stdout, stderr io.Writer) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&hostProfile, "host-profile", "", "check against a modelled host (profile name or YAML file) instead of this machine")
+	cmd.Flags().StringVar(&hostCheck, "host-check", "per-rank", hostCheckUsage)
 	cmd.Flags().BoolVar(&json, "json", false, "print findings as JSON lines")
 	return cmd
 }
 
 func launchCmd(stdout, stderr io.Writer) *cobra.Command {
 	var c common
-	var url, logFile, hostProfile string
+	var url, logFile, hostProfile, hostCheck string
 	var skipPreflight, keepProxy bool
 	cmd := &cobra.Command{
 		Use:   "launch [flags] -- SERVER COMMAND...",
@@ -305,7 +314,11 @@ func launchCmd(stdout, stderr io.Writer) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				fs := ready.Preflight(cmd.Context(), ready.PreflightInput{Argv: argv, Host: host, Env: env})
+				rule, err := sglang.ParseHostCheckRule(hostCheck)
+				if err != nil {
+					return fmt.Errorf("--host-check: %w", err)
+				}
+				fs := ready.Preflight(cmd.Context(), ready.PreflightInput{Argv: argv, Host: host, Env: env, HostCheck: rule})
 				printFindings(stderr, fs, c.json)
 				if ready.PreflightFailed(fs) {
 					fmt.Fprintln(stderr, "llmwait: FAILED [4 preflight failed]: not launching")
@@ -342,6 +355,7 @@ func launchCmd(stdout, stderr io.Writer) *cobra.Command {
 	f.StringVar(&url, "url", "", "server base URL (default http://127.0.0.1:PORT from the command's --port)")
 	f.StringVar(&logFile, "log-file", "", "file receiving the server's stdout and stderr (default $TMPDIR/llmwait-PID.log)")
 	f.StringVar(&hostProfile, "host-profile", "", "preflight against a modelled host (profile name or YAML file) instead of this machine")
+	f.StringVar(&hostCheck, "host-check", "per-rank", hostCheckUsage)
 	f.BoolVar(&skipPreflight, "skip-preflight", false, "start without the preflight checks")
 	f.BoolVar(&keepProxy, "keep-proxy-env", false, "do not add loopback names to the server's no_proxy")
 	return cmd
