@@ -72,7 +72,6 @@ func procOf(env Env) ready.Process {
 	return envProcess{env}
 }
 
-func (p envProcess) PID() int              { return 0 }
 func (p envProcess) Done() <-chan struct{} { return p.env.Done }
 func (p envProcess) Status() ready.ExitStatus {
 	code, _ := p.env.Exited()

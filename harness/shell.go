@@ -191,7 +191,7 @@ func realPython() string {
 // run executes the tool and returns its claim. It kills the tool's whole process group when
 // the tool returns, at the harness limit, and when ctx ends.
 func (r shellRun) run(ctx context.Context) (Claim, error) {
-	host, port, err := splitURL(r.target.URL())
+	host, port, err := splitURL(r.target.BaseURL())
 	if err != nil {
 		return Claim{}, err
 	}
@@ -207,7 +207,7 @@ func (r shellRun) run(ctx context.Context) (Claim, error) {
 		pid = spid
 	}
 	script, err := r.tool.render(TemplateData{
-		URL: r.target.URL(), Host: host, Port: port, LogFile: r.target.LogFile(), PID: pid,
+		URL: r.target.BaseURL(), Host: host, Port: port, LogFile: r.target.LogFile(), PID: pid,
 		Timeout: int(r.limit / time.Second),
 	})
 	if err != nil {

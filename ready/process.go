@@ -20,7 +20,6 @@ import (
 // Process is a server whose end Wait watches. Done closes when it has ended; Status is valid
 // after that.
 type Process interface {
-	PID() int
 	Done() <-chan struct{}
 	Status() ExitStatus
 }
@@ -245,7 +244,6 @@ func alive(procRoot string, pid int) bool {
 	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }
 
-func (a *Attached) PID() int              { return a.pid }
 func (a *Attached) Done() <-chan struct{} { return a.done }
 func (a *Attached) Status() ExitStatus {
 	return ExitStatus{Code: -1, Signal: "unknown (not our child; see its log)"}
@@ -288,6 +286,5 @@ func AttachContainer(ctx context.Context, id string) (*Container, io.ReadCloser,
 	return c, pr, nil
 }
 
-func (c *Container) PID() int              { return 0 }
 func (c *Container) Done() <-chan struct{} { return c.done }
 func (c *Container) Status() ExitStatus    { return c.status }
