@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/incident-replay/incident-replay/internal/proc"
 )
 
 // Process is a server whose end Wait watches. Done closes when it has ended; Status is valid
@@ -235,13 +237,8 @@ func AttachPID(ctx context.Context, clock clockwork.Clock, procRoot string, pid 
 
 // alive treats a zombie as dead: it will never serve again.
 func alive(procRoot string, pid int) bool {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+	st, err := proc.Read(procRoot, pid)
+	return err == nil && st.Alive()
 }
 
 func (a *Attached) Done() <-chan struct{} { return a.done }

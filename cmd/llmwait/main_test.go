@@ -12,20 +12,18 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/incident-replay/incident-replay/internal/proc"
 )
 
 // marked lists the running processes whose command line is `sleep MARK`.
 func marked(mark string) []int {
-	ents, _ := os.ReadDir("/proc")
+	all, _ := proc.PIDs("")
 	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+	for _, pid := range all {
+		b, err := os.ReadFile(filepath.Join(proc.Root, strconv.Itoa(pid), "cmdline"))
 		if err == nil && string(b) == "sleep\x00"+mark+"\x00" {
-			if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && !strings.Contains(string(st), ") Z") {
+			if st, err := proc.Read("", pid); err == nil && st.Alive() {
 				pids = append(pids, pid)
 			}
 		}
