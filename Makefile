@@ -1,5 +1,6 @@
 # incident-replay. `make demo` runs the scorecard on the embedded catalogue (no Docker);
-# `make test` runs vet and every test, the Ginkgo suites included.
+# `make test` runs vet and every test, the Ginkgo suites included. Both first run
+# scripts/deps.sh, which installs what they need (as root on Debian) or names it.
 SHELL := /usr/bin/env bash
 .SHELLFLAGS := -eu -o pipefail -c
 
@@ -12,6 +13,15 @@ REPORTS   := $(CURDIR)/reports
 SPEED     ?= 60
 FUZZTIME  ?= 2m
 UNIT_PKGS  = $(shell $(GO) list ./... | grep -v /e2e)
+
+# go-nvml is the one package whose C compiles warn (its cgo code calls deprecated NVML
+# functions); scripts/cc-nvml.sh silences that warning for it alone. Only where a C compiler
+# exists: a CC that resolves turns cgo on.
+CGO_CC := $(if $(filter environment command line,$(origin CC)),$(CC),gcc)
+ifneq ($(shell command -v $(firstword $(CGO_CC)) 2>/dev/null),)
+export NVML_REAL_CC := $(CGO_CC)
+export CC := $(CURDIR)/scripts/cc-nvml.sh
+endif
 
 .PHONY: all build test vet unit e2e demo lint bench fuzz image gpu-acceptance clean
 
@@ -34,9 +44,14 @@ e2e: build
 	@mkdir -p $(REPORTS)
 	$(GO) test -count=1 -timeout 25m ./e2e/ -ginkgo.v=false -ginkgo.junit-report=$(REPORTS)/e2e-junit.xml
 
-test: vet unit e2e
+# deps.sh runs first and alone: what it installs (a C compiler) changes how the rest builds.
+test:
+	@bash scripts/deps.sh test
+	@$(MAKE) --no-print-directory vet unit e2e
 
-demo: build
+demo:
+	@bash scripts/deps.sh demo
+	@$(MAKE) --no-print-directory build
 	@mkdir -p $(REPORTS)
 	$(BIN)/incident-replay score --speed $(SPEED) --markdown $(REPORTS)/scorecard.md --junit $(REPORTS)/scorecard-junit.xml --report $(REPORTS)/report
 

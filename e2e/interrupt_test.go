@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/incident-replay/incident-replay/fakeserver"
+	"github.com/incident-replay/incident-replay/internal/proc"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 )
@@ -186,32 +187,20 @@ func (p interruptProc) String() string { return strconv.Itoa(p.pid) + " " + p.cm
 // environment; zombies (already dead, waiting to be reaped) are not survivors.
 func interruptSurvivors(marker string, sid int) []interruptProc {
 	want := []byte("\x00" + interruptMarkerVar + "=" + marker + "\x00")
-	ents, err := os.ReadDir("/proc")
+	pids, err := proc.PIDs("")
 	Expect(err).NotTo(HaveOccurred())
 	var out []interruptProc
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+	for _, pid := range pids {
+		st, err := proc.Read("", pid)
+		if err != nil || !st.Alive() {
+			continue // gone meanwhile, or a zombie
+		}
+		dir := "/proc/" + strconv.Itoa(pid)
+		env, _ := os.ReadFile(dir + "/environ")
+		if st.Session != sid && !bytes.Contains(append([]byte{0}, env...), want) {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // gone meanwhile
-		}
-		// After the parenthesised command: state ppid pgrp session ...
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 4 || f[0] == "Z" || f[0] == "X" {
-			continue
-		}
-		env, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
-		if f[3] != strconv.Itoa(sid) && !bytes.Contains(append([]byte{0}, env...), want) {
-			continue
-		}
-		cmdline, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		cmdline, _ := os.ReadFile(dir + "/cmdline")
 		out = append(out, interruptProc{pid: pid, cmd: strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " "))})
 	}
 	return out

@@ -1,6 +1,6 @@
-// Package gpu reads GPU hosts (through NVML) and models them (named profiles), so the harness
-// can compare a launch's flags with the machine it lands on the same way whether the machine is
-// real or a scenario's `host:` block.
+// Package gpu reads GPU hosts (the NVML inventory and /proc, /sys host facts) and models them
+// (named host profiles). What a launch asks of a host is SGLang's business (sglang.LaunchShape)
+// and whether a host can give it is llmwait's preflight (ready.Preflight).
 //
 // Units: every *GB field in this package is GiB (2^30 bytes), the unit `free -g`, nvidia-smi
 // (MiB) and the incident notes use ("449 GB of RAM", "96 GB" cards). SGLang's own flags and

@@ -82,14 +82,16 @@ func (l Container) Launch(ctx context.Context, c Case, speed float64) (Target, e
 	)
 	t.ctr = ctr
 	if err != nil {
-		_ = t.Close(context.WithoutCancel(ctx))
+		_ = t.Stop(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	if t.clock, t.origin, err = alignClock(ctx, ctr, c.Timeline.Start, speed); err != nil {
-		_ = t.Close(context.WithoutCancel(ctx))
+		_ = t.Stop(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	go t.watch()
+	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	t.stopWatch = stop
+	go t.watch(wctx)
 	return t, nil
 }
 
@@ -130,6 +132,8 @@ func clockOrigin(recs []fakeserver.Record, speed float64) (time.Time, bool) {
 	return origin, !origin.IsZero()
 }
 
+var _ Target = (*ctrTarget)(nil)
+
 type ctrTarget struct {
 	ctr    *fakeserver.Container
 	clock  replay.Clock
@@ -137,6 +141,8 @@ type ctrTarget struct {
 	speed  float64
 	dir    string
 	log    string
+
+	stopWatch context.CancelFunc
 
 	mu     sync.Mutex
 	done   chan struct{}
@@ -146,12 +152,12 @@ type ctrTarget struct {
 
 // watch waits for the container to exit. A busy daemon can fail a wait call; the exit must
 // not be lost for that (a tool that watches the container would poll a dead server to its
-// own timeout), so it waits again until the container has exited or is gone (Close removes
-// it).
-func (t *ctrTarget) watch() {
+// own timeout), so it waits again until the container has exited or is gone, or until ctx
+// ends (Stop ends it).
+func (t *ctrTarget) watch(ctx context.Context) {
 	defer close(t.done)
 	for {
-		code, err := t.ctr.Wait(context.Background())
+		code, err := t.ctr.Wait(ctx)
 		if err == nil {
 			t.mu.Lock()
 			t.code, t.exited = code, true
@@ -161,12 +167,16 @@ func (t *ctrTarget) watch() {
 		if fakeserver.IsGone(err) {
 			return
 		}
-		time.Sleep(250 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
 }
 
 func (t *ctrTarget) Clock() replay.Clock   { return t.clock }
-func (t *ctrTarget) URL() string           { return t.ctr.BaseURL() }
+func (t *ctrTarget) BaseURL() string       { return t.ctr.BaseURL() }
 func (t *ctrTarget) LogFile() string       { return t.log }
 func (t *ctrTarget) Done() <-chan struct{} { return t.done }
 
@@ -193,8 +203,23 @@ func (t *ctrTarget) CatchUp(at time.Time) {
 // catchUpGrace is the wall time a container's timer is given to fire past its due instant.
 const catchUpGrace = 100 * time.Millisecond
 
-func (t *ctrTarget) Journal() ([]fakeserver.Record, error) {
-	return t.ctr.Journal(context.Background())
+func (t *ctrTarget) Journal(ctx context.Context) ([]fakeserver.Record, error) {
+	return t.ctr.Journal(ctx)
+}
+
+func (t *ctrTarget) Logs(ctx context.Context) ([]byte, error) { return t.ctr.Logs(ctx) }
+
+// Wait returns the exit code watch saw; a container removed without one is an error.
+func (t *ctrTarget) Wait(ctx context.Context) (int, error) {
+	select {
+	case <-t.done:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	if code, ok := t.Exited(); ok {
+		return code, nil
+	}
+	return 0, errors.New("the container was removed before it exited")
 }
 
 // ServerTime implements serverTimer: it maps at, read on t's clock, onto the container's
@@ -209,11 +234,15 @@ func (t *ctrTarget) ServerTime(at time.Time, recs []fakeserver.Record) time.Time
 	return at.Add(time.Duration(float64(t.origin.Sub(origin)) * t.speed))
 }
 
-// Close removes the container (its Wait then returns an error and watch ends) and the files.
-func (t *ctrTarget) Close(ctx context.Context) error {
+// Stop removes the container (its Wait then returns an error and watch ends; if removing
+// fails, watch is told to end) and the files.
+func (t *ctrTarget) Stop(ctx context.Context) error {
 	var err error
 	if t.ctr != nil {
 		err = t.ctr.Stop(ctx)
+	}
+	if t.stopWatch != nil {
+		t.stopWatch()
 	}
 	if rerr := os.RemoveAll(t.dir); err == nil {
 		err = rerr

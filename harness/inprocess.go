@@ -106,6 +106,8 @@ func ConfigFor(c *scenarios.Compiled) fakeserver.Config {
 	return cfg
 }
 
+var _ Target = (*inprocTarget)(nil)
+
 type inprocTarget struct {
 	srv    *fakeserver.Server
 	port   int
@@ -127,7 +129,7 @@ func (t *inprocTarget) ToolStarted() {
 	}
 }
 
-func (t *inprocTarget) URL() string           { return t.srv.BaseURL() }
+func (t *inprocTarget) BaseURL() string       { return t.srv.BaseURL() }
 func (t *inprocTarget) LogFile() string       { return t.log }
 func (t *inprocTarget) Exited() (int, bool)   { return t.srv.ExitCode() }
 func (t *inprocTarget) Done() <-chan struct{} { return t.srv.Done() }
@@ -136,7 +138,11 @@ func (t *inprocTarget) CatchUp(at time.Time) {
 		t.srv.CatchUp(at.Sub(t.start))
 	}
 }
-func (t *inprocTarget) Close(ctx context.Context) error {
+func (t *inprocTarget) Logs(ctx context.Context) ([]byte, error) { return t.srv.Logs(ctx) }
+func (t *inprocTarget) Wait(ctx context.Context) (int, error)    { return t.srv.Wait(ctx) }
+
+// Stop ends the server and releases its port, clock and files.
+func (t *inprocTarget) Stop(ctx context.Context) error {
 	t.ToolStarted()
 	err := t.srv.Stop(ctx)
 	t.vclock.Close()
@@ -147,8 +153,8 @@ func (t *inprocTarget) Close(ctx context.Context) error {
 	return err
 }
 
-func (t *inprocTarget) Journal() ([]fakeserver.Record, error) {
-	return t.srv.Journal(context.Background())
+func (t *inprocTarget) Journal(ctx context.Context) ([]fakeserver.Record, error) {
+	return t.srv.Journal(ctx)
 }
 
 // requestStats counts the requests clients sent (the server's own warmup excluded) and finds

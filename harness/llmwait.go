@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/incident-replay/incident-replay/gpu"
 	"github.com/incident-replay/incident-replay/ready"
 	"github.com/incident-replay/incident-replay/vtime"
 )
@@ -29,7 +28,7 @@ func LLMWait(ctx context.Context, env Env) error {
 		if ready.PreflightFailed(fs) {
 			var msgs []string
 			for _, f := range fs {
-				if f.Severity == gpu.Error {
+				if f.Severity == ready.SeverityError {
 					msgs = append(msgs, f.String())
 				}
 			}
@@ -73,7 +72,6 @@ func procOf(env Env) ready.Process {
 	return envProcess{env}
 }
 
-func (p envProcess) PID() int              { return 0 }
 func (p envProcess) Done() <-chan struct{} { return p.env.Done }
 func (p envProcess) Status() ready.ExitStatus {
 	code, _ := p.env.Exited()

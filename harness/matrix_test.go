@@ -22,19 +22,30 @@ func TestExpectedWallOrdersSlowAnswersFirst(t *testing.T) {
 		}
 		return c
 	}
-	loop := builtin(t, "founding-loop-1")
-	happy, slow, zombie := caseOf("s0-happy-era-c"), caseOf("s13b-slow-health-25s"), caseOf("crash-running-era-b-zombie")
-	base := expectedWall(happy, loop)
-	if want := time.Duration(float64(Limit(happy, loop)) * 6 / 5); base != want {
-		t.Errorf("happy path: %v, want the limit times (5 s interval + 1 s health) / 5 s = %v", base, want)
+	// founding-loop-1 probes every 5 s with a 700 s budget: its limit is 1.5 x 700 s = 1050 s
+	// plus a fifth of that, 21 m, on every scenario here (all are shorter). tc-http is a Go
+	// tool with a 15 m budget: 15 m + 3 m.
+	tests := []struct {
+		scenario, tool string
+		limit, want    time.Duration
+		why            string
+	}{
+		{"s0-happy-era-c", "founding-loop-1", 21 * time.Minute, 25*time.Minute + 12*time.Second,
+			"each 5 s interval also waits the 1 s health answer: 21 m x 6/5"},
+		{"s13b-slow-health-25s", "founding-loop-1", 21 * time.Minute, 42 * time.Minute,
+			"every probe waits 25 s: 21 m x 30/5 is past the cap of twice the limit"},
+		{"crash-running-era-b-zombie", "founding-loop-1", 21 * time.Minute, 42 * time.Minute,
+			"the dead server keeps its port, so every probe waits out the 20 s health timeout: capped"},
+		{"s13b-slow-health-25s", "tc-http", 18 * time.Minute, 18 * time.Minute,
+			"a Go tool runs on the run's clock, so its estimate is its limit"},
 	}
-	for _, c := range []Case{slow, zombie} {
-		got := expectedWall(c, loop)
-		if cap := time.Duration(MaxExtension * float64(Limit(c, loop))); got != cap {
-			t.Errorf("%s: %v, want the cap %v (every probe waits 20 s or more)", c.Name, got, cap)
+	for _, tc := range tests {
+		c, tool := caseOf(tc.scenario), builtin(t, tc.tool)
+		if got := Limit(c, tool); got != tc.limit {
+			t.Errorf("%s x %s: limit %v, want %v", tc.scenario, tc.tool, got, tc.limit)
 		}
-	}
-	if tc := builtin(t, "tc-http"); expectedWall(slow, tc) != Limit(slow, tc) {
-		t.Errorf("a Go tool's estimate is its limit: got %v, want %v", expectedWall(slow, tc), Limit(slow, tc))
+		if got := expectedWall(c, tool); got != tc.want {
+			t.Errorf("%s x %s: expected wall %v, want %v (%s)", tc.scenario, tc.tool, got, tc.want, tc.why)
+		}
 	}
 }

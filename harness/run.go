@@ -126,10 +126,13 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 	if cu, ok := tgt.(catcher); ok && err == nil {
 		cu.CatchUp(claim.At)
 	}
-	journal, terr := tgt.Journal()
-	// Close with a fresh context: an interrupted run must still remove its server.
+	// Read the journal and stop with fresh contexts: an interrupted run must still score what
+	// happened and remove its server.
+	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	journal, terr := tgt.Journal(jctx)
+	cancel()
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	cerr := tgt.Close(cctx)
+	cerr := tgt.Stop(cctx)
 	cancel()
 	if err != nil {
 		res.Err = fmt.Errorf("run %s on %s: %w", t.Name, c.Name, err)
@@ -203,7 +206,7 @@ func runTool(ctx context.Context, c Case, t Tool, clock replay.Clock, tgt Target
 	if t.Wait == nil {
 		return shellRun{tool: t, clock: clock, target: tgt, limit: limit, faketime: ft, env: toolEnv(), output: out, started: started}.run(ctx)
 	}
-	host, port, err := splitURL(tgt.URL())
+	host, port, err := splitURL(tgt.BaseURL())
 	if err != nil {
 		return Claim{}, err
 	}
@@ -217,7 +220,7 @@ func runTool(ctx context.Context, c Case, t Tool, clock replay.Clock, tgt Target
 	defer task.End()
 	started()
 	lctx = vtime.WithTask(lctx, task)
-	env := Env{Clock: clock, URL: tgt.URL(), Host: host, Port: port, LogFile: tgt.LogFile(), Exited: tgt.Exited, Done: tgt.Done(), Published: published}
+	env := Env{Clock: clock, URL: tgt.BaseURL(), Host: host, Port: port, LogFile: tgt.LogFile(), Exited: tgt.Exited, Done: tgt.Done(), Published: published}
 	if c.Scenario != nil {
 		env.Launch = launchArgv(c.Scenario.Launch.Argv(), port)
 	}

@@ -129,7 +129,7 @@ func TestShellClaimRules(t *testing.T) {
 				t.Fatal(err)
 			}
 			clock := tgt.Clock()
-			defer tgt.Close(context.Background())
+			defer tgt.Stop(context.Background())
 			tool := Tool{Name: "t", Command: c.cmd, Claim: c.rule, ReadyLine: ready}
 			start := time.Now()
 			claim, err := shellRun{tool: tool, clock: clock, target: tgt, limit: 300 * time.Millisecond, env: toolEnv()}.run(context.Background())

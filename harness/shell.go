@@ -2,7 +2,6 @@ package harness
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/incident-replay/incident-replay/internal/proc"
 	"github.com/incident-replay/incident-replay/replay"
 )
 
@@ -191,7 +191,7 @@ func realPython() string {
 // run executes the tool and returns its claim. It kills the tool's whole process group when
 // the tool returns, at the harness limit, and when ctx ends.
 func (r shellRun) run(ctx context.Context) (Claim, error) {
-	host, port, err := splitURL(r.target.URL())
+	host, port, err := splitURL(r.target.BaseURL())
 	if err != nil {
 		return Claim{}, err
 	}
@@ -207,7 +207,7 @@ func (r shellRun) run(ctx context.Context) (Claim, error) {
 		pid = spid
 	}
 	script, err := r.tool.render(TemplateData{
-		URL: r.target.URL(), Host: host, Port: port, LogFile: r.target.LogFile(), PID: pid,
+		URL: r.target.BaseURL(), Host: host, Port: port, LogFile: r.target.LogFile(), PID: pid,
 		Timeout: int(r.limit / time.Second),
 	})
 	if err != nil {
@@ -422,36 +422,19 @@ type groupScan struct {
 // scanGroup reads process group pgid from /proc.
 func scanGroup(pgid int) groupScan {
 	g := groupScan{reaped: map[int]uint64{}}
-	ents, err := os.ReadDir("/proc")
+	pids, err := proc.PIDs("")
 	if err != nil {
 		return g
 	}
-	want := strconv.Itoa(pgid)
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// Fields after the parenthesised command: state ppid pgrp ... cutime(13) cstime(14).
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 15 || f[2] != want {
+	for _, pid := range pids {
+		st, err := proc.Read("", pid)
+		if err != nil || st.PGRP != pgid {
 			continue
 		}
 		// Reaped children's CPU ticks and minor faults: a curl can use under one tick of CPU
 		// (on virtual time a loop's scans are seconds of its own apart, not of wall time),
 		// but it never exits without having faulted pages in.
-		cmin, _ := strconv.ParseUint(f[8], 10, 64)
-		cu, _ := strconv.ParseUint(f[13], 10, 64)
-		cs, _ := strconv.ParseUint(f[14], 10, 64)
-		g.reaped[pid] = cmin + cu + cs
+		g.reaped[pid] = st.CMinFlt + st.CUTime + st.CSTime
 	}
 	return g
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,7 +29,13 @@ func TestShellRunReturnsWhenAnEscapedChildHoldsThePipe(t *testing.T) {
 		env:   append(toolEnv(), "ESCAPE_MARKER="+marker),
 	}
 	// The escaped sleep outlives the test's own deadline, so waiting for it would time out.
-	script := `setsid sleep 600 & sleep 0.5; echo started; exit 0`
+	// The tool exits once the escaped child has left its group (it writes to the FIFO after
+	// setsid), so the group kill at the tool's exit cannot reach it.
+	fifo := filepath.Join(t.TempDir(), "escaped")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := `setsid sh -c 'echo out > "$0"; exec sleep 600' ` + fifo + ` & read -r _ < ` + fifo + `; echo started; exit 0`
 	done := make(chan Claim, 1)
 	go func() {
 		c, err := r.runScript(context.Background(), script)
@@ -114,37 +121,50 @@ func TestScanGroupSeesALoopProgress(t *testing.T) {
 	}
 	// Each child burns about a clock tick of CPU, so its parent's reaped time grows.
 	const busyChild = `sh -c 'i=0; while [ $i -lt 10000 ]; do i=$((i+1)); done'`
-	cases := []struct {
-		name   string
-		script string
-		want   bool
-	}{
-		{"loop with builtin sleep", `while :; do ` + busyChild + `; sleep 0.3; done`, true},
-		{"blocked in one call", "`type -P sleep` 30", false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			cmd := exec.Command("bash", "-c", sleepPrelude()+c.script)
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() {
-				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-				_ = cmd.Wait()
-			}()
-			time.Sleep(500 * time.Millisecond)
-			first := scanGroup(cmd.Process.Pid)
-			time.Sleep(time.Second)
-			second := scanGroup(cmd.Process.Pid)
-			if len(second.reaped) == 0 {
-				t.Fatal("the scan found no process in the group")
-			}
-			if got := second.progressed(first); got != c.want {
-				t.Fatalf("progressed = %v, want %v (scans %v then %v)", got, c.want, first.reaped, second.reaped)
-			}
+	start := func(script string) int {
+		cmd := exec.Command("bash", "-c", sleepPrelude()+script)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
 		})
+		return cmd.Process.Pid
+	}
+	// until scans until ok holds, and fails the test after a generous deadline.
+	until := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !ok(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s within 20s", what)
+			}
+		}
+	}
+	loop := start(`while :; do ` + busyChild + `; sleep 0.3; done`)
+	blocked := start("`type -P sleep` 30")
+	// The blocked tool is in its one call once bash has exec'd the sleep, the group's only
+	// process.
+	until("the blocked tool's sleep never started", func() bool {
+		comm, _ := os.ReadFile("/proc/" + strconv.Itoa(blocked) + "/comm")
+		return string(comm) == "sleep\n" && len(scanGroup(blocked).reaped) == 1
+	})
+	blockedBefore := scanGroup(blocked)
+	// The loop shows progress between two scans that both catch only its bash, no child
+	// alive: through the children it reaped. Scanned over the same span (two such rounds),
+	// the blocked tool shows none.
+	bashOnly := func() groupScan {
+		var g groupScan
+		until("the loop's bash never ran without a child", func() bool { g = scanGroup(loop); return len(g.reaped) == 1 })
+		return g
+	}
+	for range 2 {
+		prev := bashOnly()
+		until("the loop with a builtin sleep showed no progress", func() bool { return bashOnly().progressed(prev) })
+	}
+	if blockedAfter := scanGroup(blocked); blockedAfter.progressed(blockedBefore) {
+		t.Fatalf("a tool blocked in one call progressed (scans %v then %v)", blockedBefore.reaped, blockedAfter.reaped)
 	}
 }
 

@@ -67,20 +67,18 @@ func (c Case) SlowestAnswer() time.Duration {
 	return lat
 }
 
-// Target is one running fake server a tool is pointed at.
+// Target is one running fake server a tool is pointed at: fakeserver's Target (BaseURL, Logs,
+// Journal, Wait and Stop, each blocking one taking a context) plus what the harness hands a
+// tool and reads back without blocking.
 type Target interface {
+	fakeserver.Target
 	// Clock is the server's scenario clock; the tool and the verdict use the same one.
 	Clock() replay.Clock
-	URL() string     // http://127.0.0.1:PORT
 	LogFile() string // the server's combined stdout+stderr log, as the tool may tail it
 	// Exited reports the exit code once the server process has exited.
 	Exited() (code int, ok bool)
 	// Done is closed when the server process has exited.
 	Done() <-chan struct{}
-	// Journal is the server's ground-truth record so far.
-	Journal() ([]fakeserver.Record, error)
-	// Close stops the server and releases everything it holds (process, container, files).
-	Close(ctx context.Context) error
 }
 
 // Launcher starts a case's server on a clock: in-process or in a container.

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/incident-replay/incident-replay/internal/proc"
 )
 
 // mismatchError: the port is served by someone other than the server we are waiting for.
@@ -196,22 +198,8 @@ func InTree(procRoot string, pid, root int) bool {
 }
 
 func parentPID(procRoot string, pid int) (int, bool) {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0, false
-	}
-	// comm may contain spaces and parentheses: the fields start after the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	fs := strings.Fields(s[i+1:])
-	if len(fs) < 2 {
-		return 0, false
-	}
-	pp, err := strconv.Atoi(fs[1])
-	return pp, err == nil
+	st, err := proc.Read(procRoot, pid)
+	return st.PPID, err == nil
 }
 
 func procComm(procRoot string, pid int) string {

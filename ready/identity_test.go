@@ -27,7 +27,7 @@ func fakeProcfs(t *testing.T, tcp string, procs map[int]struct {
 	for pid, p := range procs {
 		dir := filepath.Join(root, strconv.Itoa(pid))
 		must(os.MkdirAll(filepath.Join(dir, "fd"), 0o755))
-		must(os.WriteFile(filepath.Join(dir, "stat"), []byte(fmt.Sprintf("%d (python3 -m x) S %d 1 1 0", pid, p.ppid)), 0o644))
+		must(os.WriteFile(filepath.Join(dir, "stat"), []byte(fmt.Sprintf("%d (python3 -m x) S %d 1 1 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 987654 10000 200\n", pid, p.ppid)), 0o644))
 		must(os.WriteFile(filepath.Join(dir, "comm"), []byte("python3\n"), 0o644))
 		for i, ino := range p.inodes {
 			must(os.Symlink("socket:["+ino+"]", filepath.Join(dir, "fd", strconv.Itoa(i+3))))

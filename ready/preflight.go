@@ -5,32 +5,70 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/incident-replay/incident-replay/gpu"
 	"github.com/incident-replay/incident-replay/sglang"
 )
 
-// Preflight check names added to gpu's (gpu.CheckHiCacheRAM, gpu.CheckGPUCount, ...).
+// Severity ranks a preflight finding.
+type Severity int
+
 const (
-	CheckPort      = "port"
-	CheckProxy     = "proxy"
-	CheckModelPath = "model-path"
-	CheckArgs      = "server-args"
-	CheckHostFacts = "host-facts"
+	// SeverityWarning: the launch may work but something is off (memory held, tight margins).
+	SeverityWarning Severity = iota + 1
+	// SeverityError: the launch will fail or take the host down; do not start it.
+	SeverityError
 )
+
+func (s Severity) String() string {
+	if s == SeverityError {
+		return "error"
+	}
+	return "warning"
+}
+
+// MarshalText writes "error" or "warning".
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Check names, stable for callers that match on them.
+const (
+	CheckGPUCount      = "gpu-count"
+	CheckGPUMemory     = "gpu-memory"
+	CheckGPUMemoryHeld = "gpu-memory-held"
+	CheckHiCacheRAM    = "hicache-host-ram"
+	CheckCgroupLimit   = "cgroup-limit"
+	CheckShm           = "shm-size"
+	CheckPort          = "port"
+	CheckProxy         = "proxy"
+	CheckModelPath     = "model-path"
+	CheckArgs          = "server-args"
+	CheckHostFacts     = "host-facts"
+)
+
+// Finding is one preflight result, with the numbers in its message.
+type Finding struct {
+	Severity Severity `json:"severity"`
+	Check    string   `json:"check"`
+	Message  string   `json:"message"`
+}
+
+func (f Finding) String() string { return f.Severity.String() + ": " + f.Check + ": " + f.Message }
 
 // PreflightInput is a launch about to happen and the host it will happen on.
 type PreflightInput struct {
 	// Argv is the server command (python -m sglang.launch_server ..., sglang serve ...,
 	// fakesglang ...). Its flags are read with sglang.ParseArgs.
 	Argv []string
+	// HostCheck is the SGLang build's HiCache host check: whether an oversized pool fails fast
+	// or pins the host into an OOM.
+	HostCheck sglang.HostCheckRule
+	// KVBytesPerToken is the model's KV bytes per token on one rank, when the caller knows the
+	// model; it lets --hicache-ratio be priced (0: not known, ratio sizing is not checked).
+	KVBytesPerToken int64
 	// Host is a modelled host (a named profile or a profile file) to check against instead of
 	// this machine: the harness replays the 449 GB founding host on a laptop.
 	Host *gpu.Host
@@ -103,10 +141,10 @@ func serverFlags(argv []string) []string {
 
 // Preflight runs every check before a launch. It never starts anything. Findings come most
 // severe first; PreflightFailed says whether any is an error.
-func Preflight(ctx context.Context, in PreflightInput) []gpu.Finding {
-	var out []gpu.Finding
-	add := func(sev gpu.Severity, check, format string, a ...any) {
-		out = append(out, gpu.Finding{Severity: sev, Check: check, Message: fmt.Sprintf(format, a...)})
+func Preflight(ctx context.Context, in PreflightInput) []Finding {
+	var out []Finding
+	add := func(sev Severity, check, format string, a ...any) {
+		out = append(out, Finding{Severity: sev, Check: check, Message: fmt.Sprintf(format, a...)})
 	}
 	if in.ProcRoot == "" {
 		in.ProcRoot = "/proc"
@@ -120,11 +158,11 @@ func Preflight(ctx context.Context, in PreflightInput) []gpu.Finding {
 	}
 	args, dropped, err := ServerCommandArgs(in.Argv)
 	if err != nil {
-		add(gpu.Error, CheckArgs, "%v", err)
+		add(SeverityError, CheckArgs, "%v", err)
 		return sortFindings(out)
 	}
 	if len(dropped) > 0 {
-		add(gpu.Warning, CheckArgs, "flags not modelled, not checked: %s", strings.Join(dropped, " "))
+		add(SeverityWarning, CheckArgs, "flags not modelled, not checked: %s", strings.Join(dropped, " "))
 	}
 
 	if !in.SkipPort {
@@ -135,29 +173,24 @@ func Preflight(ctx context.Context, in PreflightInput) []gpu.Finding {
 	}
 	if p := args.ModelPath; looksLocal(p) {
 		if _, err := os.Stat(p); err != nil {
-			add(gpu.Error, CheckModelPath, "--model-path %s: %v (a local path must exist before minutes of startup are spent)", p, err)
+			add(SeverityError, CheckModelPath, "--model-path %s: %v (a local path must exist before minutes of startup are spent)", p, err)
 		}
 	}
 
-	shape := gpu.LaunchShape{
-		TP: args.TPSize, DP: args.DPSize, PP: args.PPSize, NNodes: args.NNodes, DPAttention: args.EnableDPAttention,
-		HiCache: args.EnableHierarchicalCache, HiCacheSizeGB: args.HiCacheSize, HiCacheRatio: args.HiCacheRatio,
-	}
-	if args.MemFractionStatic != nil {
-		shape.MemFractionStatic = *args.MemFractionStatic
-	}
+	shape := sglang.NewLaunchShape(args, in.HostCheck)
+	shape.KVBytesPerToken = in.KVBytesPerToken
 	if in.Host != nil {
-		out = append(out, gpu.Preflight(*in.Host, shape)...)
+		out = append(out, hostFindings(*in.Host, shape)...)
 		return sortFindings(out)
 	}
 
 	facts, err := gpu.ReadHostFacts(in.Root)
 	if err != nil {
-		add(gpu.Warning, CheckHostFacts, "cannot read host memory facts: %v; host RAM not checked", err)
+		add(SeverityWarning, CheckHostFacts, "cannot read host memory facts: %v; host RAM not checked", err)
 		return sortFindings(out)
 	}
-	if ranks := shape.GPUsPerHost(); ranks > 1 && facts.ShmSize > 0 && facts.ShmSize < gpu.GiB {
-		add(gpu.Warning, gpu.CheckShm, "/dev/shm is %d MiB with %d ranks on this host: NCCL needs more (docker run --shm-size 16g or --ipc host)",
+	if ranks := shape.RanksPerHost(); ranks > 1 && facts.ShmSize > 0 && facts.ShmSize < gpu.GiB {
+		add(SeverityWarning, CheckShm, "/dev/shm is %d MiB with %d ranks on this host: NCCL needs more (docker run --shm-size 16g or --ipc host)",
 			facts.ShmSize>>20, ranks)
 	}
 	devs := in.Devices
@@ -167,151 +200,32 @@ func Preflight(ctx context.Context, in PreflightInput) []gpu.Finding {
 		case err == nil:
 			devs = snap.Devices
 		case errors.Is(err, gpu.ErrNoNVML):
-			add(gpu.Warning, gpu.CheckGPUCount, "no NVML here: GPU count and free GPU memory not checked")
+			add(SeverityWarning, CheckGPUCount, "no NVML here: GPU count and free GPU memory not checked")
 		default:
-			add(gpu.Warning, gpu.CheckGPUCount, "GPU inventory failed: %v; GPU checks skipped", err)
+			add(SeverityWarning, CheckGPUCount, "GPU inventory failed: %v; GPU checks skipped", err)
 		}
 	}
 	snap := gpu.Snapshot{Devices: devs, Host: facts}
 	host := snap.HostProfile()
 	if len(devs) == 0 {
 		// Without an inventory only memory is checkable: assume the GPUs the launch asks for.
-		host.GPUCount = shape.GPUsPerHost()
+		host.GPUCount = shape.RanksPerHost()
 	}
-	if len(devs) > 0 {
-		out = append(out, snap.Preflight(shape)...)
-	} else {
-		out = append(out, gpu.Preflight(host, shape)...)
-	}
+	out = append(out, hostFindings(host, shape)...)
+	out = append(out, deviceFindings(devs, shape)...)
 	return sortFindings(out)
 }
 
 // PreflightFailed reports whether any finding is an error.
-func PreflightFailed(fs []gpu.Finding) bool {
-	return slices.ContainsFunc(fs, func(f gpu.Finding) bool { return f.Severity == gpu.Error })
+func PreflightFailed(fs []Finding) bool {
+	return slices.ContainsFunc(fs, func(f Finding) bool { return f.Severity == SeverityError })
 }
 
-func sortFindings(fs []gpu.Finding) []gpu.Finding {
-	slices.SortStableFunc(fs, func(a, b gpu.Finding) int { return int(b.Severity) - int(a.Severity) })
+func sortFindings(fs []Finding) []Finding {
+	slices.SortStableFunc(fs, func(a, b Finding) int { return int(b.Severity) - int(a.Severity) })
 	return fs
 }
 
 func looksLocal(p string) bool {
 	return strings.HasPrefix(p, "/") || strings.HasPrefix(p, "./") || strings.HasPrefix(p, "../") || strings.HasPrefix(p, "~")
-}
-
-// portFindings bind-tests the port on both loopbacks (and the server's own bind address): a
-// port held by an old server makes the new one die with Errno 98 after minutes of loading,
-// while the old one answers every probe (P14).
-func portFindings(host string, port int, procRoot string) []gpu.Finding {
-	addrs := []string{"127.0.0.1", "::1"}
-	if host != "" && !slices.Contains(addrs, host) && net.ParseIP(host) != nil {
-		addrs = append(addrs, host)
-	}
-	var out []gpu.Finding
-	for _, a := range addrs {
-		hp := net.JoinHostPort(a, strconv.Itoa(port))
-		l, err := net.Listen("tcp", hp)
-		if err == nil {
-			l.Close()
-			continue
-		}
-		if errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EAFNOSUPPORT) {
-			continue // no IPv6 here: nothing can be listening on ::1 either
-		}
-		owners, foreign, _ := ListenerOwners(procRoot, port)
-		who := "owner unknown"
-		if len(owners) > 0 {
-			parts := make([]string, len(owners))
-			for i, o := range owners {
-				parts[i] = fmt.Sprintf("PID %d (%s)", o, procComm(procRoot, o))
-			}
-			who = "held by " + strings.Join(parts, ", ")
-		} else if foreign > 0 {
-			who = "held by a process we cannot inspect (another user, or a container proxy)"
-		}
-		out = append(out, gpu.Finding{Severity: gpu.Error, Check: CheckPort, Message: fmt.Sprintf(
-			"port %d is in use on %s, %s: SGLang binds only after loading, so it would die with Errno 98 while the old listener answers probes. Stop it or pick another --port",
-			port, a, who)})
-		break // one finding names the owner; more addresses add nothing
-	}
-	return out
-}
-
-// mustBypass are the names SGLang's own warmup and clients use for a local server (the warmup
-// targets 0.0.0.0 when bound there, which no_proxy=localhost,127.0.0.1 misses: sglang #9814).
-var mustBypass = []string{"127.0.0.1", "localhost", "::1", "0.0.0.0"}
-
-// proxyFinding warns when a proxy variable would catch the server's loopback warmup request:
-// SGLang's warmup uses Python requests, gets a 502/403 from the proxy, and kills itself (P11).
-func proxyFinding(env []string, host string) (gpu.Finding, bool) {
-	proxy, missing := proxyGaps(env, host)
-	if proxy == "" || len(missing) == 0 {
-		return gpu.Finding{}, false
-	}
-	return gpu.Finding{Severity: gpu.Warning, Check: CheckProxy, Message: fmt.Sprintf(
-		"%s is set and no_proxy does not cover %s: SGLang's warmup request would go to the proxy and the server would kill itself. llmwait launch adds them to the server's no_proxy (disable with --keep-proxy-env)",
-		proxy, strings.Join(missing, ","))}, true
-}
-
-func proxyGaps(env []string, host string) (proxyVar string, missing []string) {
-	vals := map[string]string{}
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			vals[k] = v
-		}
-	}
-	for _, k := range []string{"http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY", "https_proxy", "HTTPS_PROXY"} {
-		if vals[k] != "" {
-			proxyVar = k + "=" + vals[k]
-			break
-		}
-	}
-	if proxyVar == "" {
-		return "", nil
-	}
-	var entries []string
-	for _, k := range []string{"no_proxy", "NO_PROXY"} {
-		for e := range strings.SplitSeq(vals[k], ",") {
-			if e = strings.TrimSpace(e); e != "" {
-				entries = append(entries, e)
-			}
-		}
-	}
-	if slices.Contains(entries, "*") {
-		return proxyVar, nil
-	}
-	want := slices.Clone(mustBypass)
-	if host != "" && !slices.Contains(want, host) {
-		want = append(want, host)
-	}
-	for _, w := range want {
-		if !slices.Contains(entries, w) && !slices.Contains(entries, "["+w+"]") {
-			missing = append(missing, w)
-		}
-	}
-	return proxyVar, missing
-}
-
-// FixNoProxy returns env with no_proxy and NO_PROXY extended to cover the loopback names and
-// host, so the server's own warmup bypasses any proxy.
-func FixNoProxy(env []string, host string) []string {
-	_, missing := proxyGaps(env, host)
-	if len(missing) == 0 {
-		return env
-	}
-	out := slices.Clone(env)
-	for _, k := range []string{"no_proxy", "NO_PROXY"} {
-		i := slices.IndexFunc(out, func(kv string) bool { return strings.HasPrefix(kv, k+"=") })
-		if i < 0 {
-			out = append(out, k+"="+strings.Join(missing, ","))
-			continue
-		}
-		cur := strings.TrimPrefix(out[i], k+"=")
-		if cur != "" {
-			cur += ","
-		}
-		out[i] = k + "=" + cur + strings.Join(missing, ",")
-	}
-	return out
 }

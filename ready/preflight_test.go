@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/incident-replay/incident-replay/gpu"
+	"github.com/incident-replay/incident-replay/sglang"
 )
 
 func founding(t *testing.T) *gpu.Host {
@@ -52,6 +53,39 @@ func TestPreflightFoundingIncident(t *testing.T) {
 	}
 }
 
+// Every flag of the launch shape reaches the finding: the build's host check decides which
+// failure is predicted, and --max-total-tokens is the device pool --hicache-ratio multiplies.
+func TestPreflightReadsTheWholeShape(t *testing.T) {
+	port := freePort(t)
+	launch := func(flags ...string) []string {
+		return append([]string{"python", "-m", "sglang.launch_server", "--model-path", "org/model", "--port", port,
+			"--tp", "8", "--enable-hierarchical-cache"}, flags...)
+	}
+	tests := []struct {
+		name  string
+		in    PreflightInput
+		check string
+		sev   Severity
+		want  string
+	}{
+		{"per-rank check: the host OOMs", PreflightInput{Argv: launch("--hicache-size", "300")},
+			CheckHiCacheRAM, SeverityError, "the ranks pin it all and the host OOMs"},
+		{"divided check: SGLang refuses at startup", PreflightInput{Argv: launch("--hicache-size", "300"), HostCheck: sglang.CheckDividedPerHost},
+			CheckHiCacheRAM, SeverityError, "SGLang refuses at startup: Not enough host memory available. Requesting 300.00 GB but only have 58.92 GB free."},
+		{"--hicache-ratio over --max-total-tokens", PreflightInput{Argv: launch("--hicache-ratio", "0.5", "--max-total-tokens", "116000"), KVBytesPerToken: 70272},
+			CheckHiCacheRAM, SeverityWarning, "HiCache host pool (58001 tokens) is not larger than the device pool (116000 tokens)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.in.Host, tc.in.Env = founding(t), []string{}
+			fs := Preflight(context.Background(), tc.in)
+			if len(fs) != 1 || fs[0].Check != tc.check || fs[0].Severity != tc.sev || !strings.Contains(fs[0].Message, tc.want) {
+				t.Errorf("findings %v, want one %v %s containing %q", fs, tc.sev, tc.check, tc.want)
+			}
+		})
+	}
+}
+
 func TestPreflightChecks(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -68,15 +102,15 @@ func TestPreflightChecks(t *testing.T) {
 		argv  []string
 		env   []string
 		check string
-		sev   gpu.Severity
+		sev   Severity
 		want  string
 	}{
-		{"port held: names the owning PID", base(busyPort), nil, CheckPort, gpu.Error, "PID " + strconv.Itoa(os.Getpid())},
-		{"proxy without loopback no_proxy", base(free), []string{"HTTP_PROXY=http://10.0.0.1:3128", "no_proxy=localhost,127.0.0.1"}, CheckProxy, gpu.Warning, "::1,0.0.0.0"},
-		{"missing local model path", []string{"sglang", "serve", "--model-path", "/nonexistent/model", "--port", free}, nil, CheckModelPath, gpu.Error, "/nonexistent/model"},
-		{"tp x dp over the host's GPUs", base(free, "--tp", "8", "--dp", "2"), nil, gpu.CheckGPUCount, gpu.Error, "16 GPUs"},
-		{"flags the model does not know are listed, the rest still checked", base(free, "--some-new-flag", "7"), nil, CheckArgs, gpu.Warning, "--some-new-flag 7"},
-		{"no flags at all", []string{"./launch.sh"}, nil, CheckArgs, gpu.Error, "cannot find SGLang flags"},
+		{"port held: names the owning PID", base(busyPort), nil, CheckPort, SeverityError, "PID " + strconv.Itoa(os.Getpid())},
+		{"proxy without loopback no_proxy", base(free), []string{"HTTP_PROXY=http://10.0.0.1:3128", "no_proxy=localhost,127.0.0.1"}, CheckProxy, SeverityWarning, "::1,0.0.0.0"},
+		{"missing local model path", []string{"sglang", "serve", "--model-path", "/nonexistent/model", "--port", free}, nil, CheckModelPath, SeverityError, "/nonexistent/model"},
+		{"tp x dp over the host's GPUs", base(free, "--tp", "8", "--dp", "2"), nil, CheckGPUCount, SeverityError, "16 GPUs"},
+		{"flags the model does not know are listed, the rest still checked", base(free, "--some-new-flag", "7"), nil, CheckArgs, SeverityWarning, "--some-new-flag 7"},
+		{"no flags at all", []string{"./launch.sh"}, nil, CheckArgs, SeverityError, "cannot find SGLang flags"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -85,7 +119,7 @@ func TestPreflightChecks(t *testing.T) {
 				env = []string{}
 			}
 			fs := Preflight(context.Background(), PreflightInput{Argv: tc.argv, Host: founding(t), Env: env})
-			i := slices.IndexFunc(fs, func(f gpu.Finding) bool { return f.Check == tc.check })
+			i := slices.IndexFunc(fs, func(f Finding) bool { return f.Check == tc.check })
 			if i < 0 {
 				t.Fatalf("no %s finding in %v", tc.check, fs)
 			}
@@ -106,10 +140,10 @@ func TestPreflightSkipPort(t *testing.T) {
 	defer busy.Close()
 	argv := []string{"sglang", "serve", "--model-path", "/nonexistent/model", "--port", strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)}
 	fs := Preflight(context.Background(), PreflightInput{Argv: argv, Host: founding(t), Env: []string{}, SkipPort: true})
-	if slices.ContainsFunc(fs, func(f gpu.Finding) bool { return f.Check == CheckPort }) {
+	if slices.ContainsFunc(fs, func(f Finding) bool { return f.Check == CheckPort }) {
 		t.Errorf("SkipPort still bind-tested the port: %v", fs)
 	}
-	if !slices.ContainsFunc(fs, func(f gpu.Finding) bool { return f.Check == CheckModelPath }) {
+	if !slices.ContainsFunc(fs, func(f Finding) bool { return f.Check == CheckModelPath }) {
 		t.Errorf("SkipPort dropped the other checks: %v", fs)
 	}
 }

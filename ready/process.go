@@ -15,12 +15,13 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/incident-replay/incident-replay/internal/proc"
 )
 
 // Process is a server whose end Wait watches. Done closes when it has ended; Status is valid
 // after that.
 type Process interface {
-	PID() int
 	Done() <-chan struct{}
 	Status() ExitStatus
 }
@@ -236,16 +237,10 @@ func AttachPID(ctx context.Context, clock clockwork.Clock, procRoot string, pid 
 
 // alive treats a zombie as dead: it will never serve again.
 func alive(procRoot string, pid int) bool {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+	st, err := proc.Read(procRoot, pid)
+	return err == nil && st.Alive()
 }
 
-func (a *Attached) PID() int              { return a.pid }
 func (a *Attached) Done() <-chan struct{} { return a.done }
 func (a *Attached) Status() ExitStatus {
 	return ExitStatus{Code: -1, Signal: "unknown (not our child; see its log)"}
@@ -288,6 +283,5 @@ func AttachContainer(ctx context.Context, id string) (*Container, io.ReadCloser,
 	return c, pr, nil
 }
 
-func (c *Container) PID() int              { return 0 }
 func (c *Container) Done() <-chan struct{} { return c.done }
 func (c *Container) Status() ExitStatus    { return c.status }

@@ -55,7 +55,6 @@ type stateProc struct {
 	st   ExitStatus
 }
 
-func (p *stateProc) PID() int              { return 0 }
 func (p *stateProc) Done() <-chan struct{} { return p.done }
 func (p *stateProc) Status() ExitStatus    { return p.st }
 

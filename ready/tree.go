@@ -1,12 +1,10 @@
 package ready
 
 import (
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/incident-replay/incident-replay/internal/proc"
 )
 
 // tree tracks every process a launch started: members of the leader's session or process
@@ -20,11 +18,6 @@ type tree struct {
 	known    map[int]uint64 // pid -> start time (clock ticks since boot)
 }
 
-type procStat struct {
-	pid, ppid, pgrp, sid int
-	start                uint64
-}
-
 func newTree(procRoot string, leader int) *tree {
 	if procRoot == "" {
 		procRoot = "/proc"
@@ -32,42 +25,21 @@ func newTree(procRoot string, leader int) *tree {
 	return &tree{procRoot: procRoot, leader: leader, known: map[int]uint64{}}
 }
 
-// readStat parses /proc/PID/stat; ok is false for a process that is gone or a zombie.
-func readStat(procRoot string, pid int) (procStat, bool) {
-	b, err := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return procStat{}, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return procStat{}, false
-	}
-	f := strings.Fields(s[i+1:]) // state ppid pgrp session ... starttime is field 22 of stat, f[19]
-	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
-		return procStat{}, false
-	}
-	st := procStat{pid: pid}
-	st.ppid, _ = strconv.Atoi(f[1])
-	st.pgrp, _ = strconv.Atoi(f[2])
-	st.sid, _ = strconv.Atoi(f[3])
-	st.start, _ = strconv.ParseUint(f[19], 10, 64)
-	return st, true
+// liveStat reads a process's stat; ok is false for a process that is gone or a zombie.
+func liveStat(procRoot string, pid int) (proc.Stat, bool) {
+	st, err := proc.Read(procRoot, pid)
+	return st, err == nil && st.Alive()
 }
 
 // scan adds the processes that now belong to the launch.
 func (t *tree) scan() {
-	ents, err := os.ReadDir(t.procRoot)
+	pids, err := proc.PIDs(t.procRoot)
 	if err != nil {
 		return
 	}
-	var all []procStat
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, ok := readStat(t.procRoot, pid); ok {
+	var all []proc.Stat
+	for _, pid := range pids {
+		if st, ok := liveStat(t.procRoot, pid); ok {
 			all = append(all, st)
 		}
 	}
@@ -76,12 +48,12 @@ func (t *tree) scan() {
 	for added := true; added; { // a chain of descendants may be listed in any order
 		added = false
 		for _, st := range all {
-			if _, ok := t.known[st.pid]; ok {
+			if _, ok := t.known[st.PID]; ok {
 				continue
 			}
-			_, parentKnown := t.known[st.ppid]
-			if st.pid == t.leader || st.sid == t.leader || st.pgrp == t.leader || parentKnown {
-				t.known[st.pid] = st.start
+			_, parentKnown := t.known[st.PPID]
+			if st.PID == t.leader || st.Session == t.leader || st.PGRP == t.leader || parentKnown {
+				t.known[st.PID] = st.StartTime
 				added = true
 			}
 		}
@@ -95,8 +67,8 @@ func (t *tree) signal(sig syscall.Signal) int {
 	defer t.mu.Unlock()
 	n := 0
 	for pid, start := range t.known {
-		st, ok := readStat(t.procRoot, pid)
-		if !ok || st.start != start {
+		st, ok := liveStat(t.procRoot, pid)
+		if !ok || st.StartTime != start {
 			delete(t.known, pid)
 			continue
 		}

@@ -21,7 +21,6 @@ type fakeProc struct {
 	st   ExitStatus
 }
 
-func (f *fakeProc) PID() int              { return 0 }
 func (f *fakeProc) Done() <-chan struct{} { return f.done }
 func (f *fakeProc) Status() ExitStatus    { return f.st }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -85,9 +86,8 @@ func TestScaledTimerStopReset(t *testing.T) {
 		t.Fatalf("reset timer fired after %v, want >= 20s", got.Sub(start))
 	}
 	// A fired timer's stale value is drained by Reset: the next receive is the new arming.
-	time.Sleep(time.Millisecond)
 	tm.Reset(10 * time.Second)
-	time.Sleep(3 * time.Millisecond) // let it fire and sit in the channel
+	waitBuffered(t, tm.Chan()) // it fired and its value sits in the channel
 	start = c.Now()
 	tm.Reset(20 * time.Second)
 	if got := <-tm.Chan(); got.Sub(start) < 20*time.Second {
@@ -99,7 +99,7 @@ func TestScaledTimerStopReset(t *testing.T) {
 	if !af.Stop() {
 		t.Fatal("Stop of a pending AfterFunc = false")
 	}
-	time.Sleep(2 * time.Millisecond) // 20 scenario s: well past its due time
+	<-c.After(20 * time.Second) // well past its due time
 	select {
 	case <-fired:
 		t.Fatal("stopped AfterFunc ran")
@@ -121,16 +121,25 @@ func TestScaledTicker(t *testing.T) {
 		}
 	}
 	tk.Stop()
-	time.Sleep(2 * time.Millisecond)
 	select {
 	case <-tk.Chan(): // at most the one buffered before Stop
 	default:
 	}
-	time.Sleep(3 * time.Millisecond)
+	<-c.After(5 * period) // five slots in which a running ticker would tick
 	select {
 	case <-tk.Chan():
 		t.Fatal("stopped ticker ticked")
 	default:
+	}
+}
+
+// waitBuffered waits until a timer has fired into ch without receiving its value.
+func waitBuffered(t *testing.T, ch <-chan time.Time) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); len(ch) == 0; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the timer never fired")
+		}
 	}
 }
 

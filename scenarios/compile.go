@@ -120,14 +120,13 @@ func (b *builder) captureFailure(end Ending, host gpu.Host) {
 
 // hicache runs the host pool sizing, the check and the pinning; done reports a launch that ended.
 func (c *Compiled) hicache(b *builder, a sglang.ServerArgs, pool sglang.KVPool, layout sglang.KVLayout, ph Phases, hostCheck string) (bool, error) {
-	hp, err := sglang.HiCacheBytesPerRank(sglang.HiCacheSizing{SizeGB: a.HiCacheSize, Ratio: a.HiCacheRatio,
-		DevicePoolTokens: pool.Tokens, BytesPerToken: layout.BytesPerToken(), PageSize: a.PageSize})
+	rule, err := sglang.ParseHostCheckRule(hostCheck)
 	if err != nil {
 		return true, err
 	}
-	rule, _ := sglang.ParseHostCheckRule(hostCheck) // validated on load
-	chk, err := sglang.CheckHostMemory(sglang.HostCheckInput{Rule: rule, RanksPerHost: a.RanksPerNode(), RequestedPerRank: hp.Bytes,
-		MemAvailable: c.Host.MemAvailableBytes(), CgroupLimit: c.Host.CgroupLimitBytes()})
+	shape := sglang.NewLaunchShape(a, rule)
+	shape.KVBytesPerToken, shape.DevicePoolTokens = layout.BytesPerToken(), pool.Tokens
+	hp, chk, err := shape.HiCache(c.Host.MemAvailableBytes(), c.Host.CgroupLimitBytes())
 	if err != nil {
 		return true, err
 	}

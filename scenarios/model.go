@@ -189,7 +189,7 @@ func (m *Modelled) problems() []problem {
 	if m.Phases.HiCachePinGBps < 0 {
 		ps = append(ps, problem{".phases.hicache_pin_gbps", "hicache_pin_gbps is negative", "e.g. 10"})
 	}
-	if _, ok := sglang.ParseHostCheckRule(m.Memory.HostCheck); !ok {
+	if _, err := sglang.ParseHostCheckRule(m.Memory.HostCheck); err != nil {
 		ps = append(ps, problem{".memory.host_check", fmt.Sprintf("unknown host_check %q", m.Memory.HostCheck),
 			fmt.Sprintf("%s (before sglang PR #35540) or %s", sglang.CheckPerRank, sglang.CheckDividedPerHost)})
 	}

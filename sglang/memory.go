@@ -167,16 +167,6 @@ func (r HostCheckRule) String() string {
 	return "per-rank"
 }
 
-// ParseHostCheckRule reads a rule by its String name; "" is the default, CheckPerRank.
-func ParseHostCheckRule(name string) (HostCheckRule, bool) {
-	for _, r := range []HostCheckRule{CheckPerRank, CheckDividedPerHost} {
-		if name == r.String() {
-			return r, true
-		}
-	}
-	return CheckPerRank, name == ""
-}
-
 // HostCheckInput is a host and the pools its ranks ask for.
 type HostCheckInput struct {
 	Rule             HostCheckRule

@@ -159,21 +159,3 @@ func TestKVPoolSize(t *testing.T) {
 		t.Error("mem-fraction-static 1.2 accepted")
 	}
 }
-
-func TestParseHostCheckRule(t *testing.T) {
-	cases := []struct {
-		name string
-		want HostCheckRule
-		ok   bool
-	}{
-		{"", CheckPerRank, true},
-		{"per-rank", CheckPerRank, true},
-		{"divided-per-host", CheckDividedPerHost, true},
-		{"divided", CheckPerRank, false},
-	}
-	for _, tc := range cases {
-		if got, ok := ParseHostCheckRule(tc.name); got != tc.want || ok != tc.ok {
-			t.Errorf("ParseHostCheckRule(%q) = %s, %v; want %s, %v", tc.name, got, ok, tc.want, tc.ok)
-		}
-	}
-}

@@ -23,6 +23,7 @@ import (
 	"github.com/incident-replay/incident-replay/gpu"
 	"github.com/incident-replay/incident-replay/ready"
 	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/sglang"
 )
 
 func main() {
@@ -232,7 +233,7 @@ func loadHost(arg string) (*gpu.Host, error) {
 	return &h, nil
 }
 
-func printFindings(w io.Writer, fs []gpu.Finding, json bool) {
+func printFindings(w io.Writer, fs []ready.Finding, json bool) {
 	for _, f := range fs {
 		if json {
 			b, _ := jsonMarshal(map[string]any{"event": "preflight", "severity": f.Severity, "check": f.Check, "msg": f.Message})
@@ -243,36 +244,61 @@ func printFindings(w io.Writer, fs []gpu.Finding, json bool) {
 	}
 }
 
+// preflightFlags are the flags preflight and launch share: the host to check against and the
+// SGLang build's HiCache host check.
+type preflightFlags struct{ hostProfile, hostCheck string }
+
+func (p *preflightFlags) register(cmd *cobra.Command, hostProfileUsage string) {
+	f := cmd.Flags()
+	f.StringVar(&p.hostProfile, "host-profile", "", hostProfileUsage)
+	f.StringVar(&p.hostCheck, "host-check", "per-rank", "the SGLang build's HiCache host check: per-rank (each rank against all of MemAvailable; an oversized --hicache-size OOMs the host) or divided-per-host (builds with sglang PR #35540; it fails fast)")
+}
+
+// run runs the preflight on in, prints its findings, and returns exit code 4 as an error
+// when one of them is an error.
+func (p *preflightFlags) run(ctx context.Context, stderr io.Writer, in ready.PreflightInput, json bool) ([]ready.Finding, error) {
+	host, err := loadHost(p.hostProfile)
+	if err != nil {
+		return nil, err
+	}
+	if in.HostCheck, err = sglang.ParseHostCheckRule(p.hostCheck); err != nil {
+		return nil, fmt.Errorf("--host-check: %w", err)
+	}
+	in.Host = host
+	fs := ready.Preflight(ctx, in)
+	printFindings(stderr, fs, json)
+	if ready.PreflightFailed(fs) {
+		fmt.Fprintln(stderr, "llmwait: FAILED [4 preflight failed]: not launching")
+		return fs, exitError{int(ready.CodePreflight)}
+	}
+	return fs, nil
+}
+
 func preflightCmd(stdout, stderr io.Writer) *cobra.Command {
-	var hostProfile string
+	var pf preflightFlags
 	var json bool
 	cmd := &cobra.Command{
-		Use:   "preflight [--host-profile NAME|FILE] -- SERVER COMMAND...",
+		Use:   "preflight [--host-profile NAME|FILE] [--host-check RULE] -- SERVER COMMAND...",
 		Short: "Check a launch against the host without starting it (exit 4 on an error finding)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			host, err := loadHost(hostProfile)
+			fs, err := pf.run(cmd.Context(), stderr, ready.PreflightInput{Argv: args}, json)
 			if err != nil {
 				return err
-			}
-			fs := ready.Preflight(cmd.Context(), ready.PreflightInput{Argv: args, Host: host})
-			printFindings(stderr, fs, json)
-			if ready.PreflightFailed(fs) {
-				fmt.Fprintln(stderr, "llmwait: FAILED [4 preflight failed]: not launching")
-				return exitError{int(ready.CodePreflight)}
 			}
 			fmt.Fprintf(stderr, "llmwait: preflight passed (%d warning(s))\n", len(fs))
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&hostProfile, "host-profile", "", "check against a modelled host (profile name or YAML file) instead of this machine")
+	pf.register(cmd, "check against a modelled host (profile name or YAML file) instead of this machine")
 	cmd.Flags().BoolVar(&json, "json", false, "print findings as JSON lines")
 	return cmd
 }
 
 func launchCmd(stdout, stderr io.Writer) *cobra.Command {
 	var c common
-	var url, logFile, hostProfile string
+	var url, logFile string
+	var pf preflightFlags
 	var skipPreflight, keepProxy bool
 	cmd := &cobra.Command{
 		Use:   "launch [flags] -- SERVER COMMAND...",
@@ -301,15 +327,8 @@ func launchCmd(stdout, stderr io.Writer) *cobra.Command {
 			}
 			env := os.Environ()
 			if !skipPreflight {
-				host, err := loadHost(hostProfile)
-				if err != nil {
+				if _, err := pf.run(cmd.Context(), stderr, ready.PreflightInput{Argv: argv, Env: env}, c.json); err != nil {
 					return err
-				}
-				fs := ready.Preflight(cmd.Context(), ready.PreflightInput{Argv: argv, Host: host, Env: env})
-				printFindings(stderr, fs, c.json)
-				if ready.PreflightFailed(fs) {
-					fmt.Fprintln(stderr, "llmwait: FAILED [4 preflight failed]: not launching")
-					return exitError{int(ready.CodePreflight)}
 				}
 			}
 			if !keepProxy {
@@ -341,7 +360,7 @@ func launchCmd(stdout, stderr io.Writer) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&url, "url", "", "server base URL (default http://127.0.0.1:PORT from the command's --port)")
 	f.StringVar(&logFile, "log-file", "", "file receiving the server's stdout and stderr (default $TMPDIR/llmwait-PID.log)")
-	f.StringVar(&hostProfile, "host-profile", "", "preflight against a modelled host (profile name or YAML file) instead of this machine")
+	pf.register(cmd, "preflight against a modelled host (profile name or YAML file) instead of this machine")
 	f.BoolVar(&skipPreflight, "skip-preflight", false, "start without the preflight checks")
 	f.BoolVar(&keepProxy, "keep-proxy-env", false, "do not add loopback names to the server's no_proxy")
 	return cmd

@@ -12,20 +12,18 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/incident-replay/incident-replay/internal/proc"
 )
 
 // marked lists the running processes whose command line is `sleep MARK`.
 func marked(mark string) []int {
-	ents, _ := os.ReadDir("/proc")
+	all, _ := proc.PIDs("")
 	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+	for _, pid := range all {
+		b, err := os.ReadFile(filepath.Join(proc.Root, strconv.Itoa(pid), "cmdline"))
 		if err == nil && string(b) == "sleep\x00"+mark+"\x00" {
-			if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && !strings.Contains(string(st), ") Z") {
+			if st, err := proc.Read("", pid); err == nil && st.Alive() {
 				pids = append(pids, pid)
 			}
 		}
@@ -122,5 +120,32 @@ func TestLaunchLeavesNothingBehind(t *testing.T) {
 	}
 	if pids := marked(mark); len(pids) > 0 {
 		t.Errorf("the setsid grandchild survived: %v", pids)
+	}
+}
+
+// --hicache-size and --host-check on the command line reach the finding: the founding launch
+// OOMs the host under the per-rank check and is refused at startup under the divided one.
+func TestPreflightCommandHiCache(t *testing.T) {
+	launch := []string{"--", "python", "-m", "sglang.launch_server", "--model-path", "org/model", "--port", "0",
+		"--tp", "8", "--enable-hierarchical-cache", "--hicache-size", "300"}
+	cases := []struct {
+		flags []string
+		code  int
+		want  string
+	}{
+		{nil, 4, "--hicache-size 300 GB x 8 ranks = 2400 GB (2235 GiB) > 439 GiB available"},
+		{[]string{"--host-check", "per-rank"}, 4, "the ranks pin it all and the host OOMs"},
+		{[]string{"--host-check", "divided-per-host"}, 4, "SGLang refuses at startup: Not enough host memory available. Requesting 300.00 GB but only have 58.92 GB free."},
+		{[]string{"--host-check", "sometimes"}, 1, `unknown host check "sometimes": use per-rank`},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.flags, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			args := append(append([]string{"preflight", "--host-profile", "rtx-pro-6000-x8"}, c.flags...), launch...)
+			code := run(context.Background(), args, &stdout, &stderr)
+			if code != c.code || !strings.Contains(stderr.String(), c.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr.String(), c.code, c.want)
+			}
+		})
 	}
 }

@@ -1,0 +1,90 @@
+// Package proc reads /proc/PID/stat, the one place the module parses it.
+package proc
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Root is procfs on this machine.
+const Root = "/proc"
+
+// Stat is the fields of /proc/PID/stat the module uses (proc(5) numbers them from 1).
+type Stat struct {
+	PID     int
+	State   byte // field 3: R, S, D, Z (zombie), X (dead), ...
+	PPID    int  // field 4
+	PGRP    int  // field 5
+	Session int  // field 6
+	// CMinFlt, CUTime and CSTime (fields 11, 16, 17) count the reaped children: their minor
+	// faults and their user and system CPU in clock ticks.
+	CMinFlt, CUTime, CSTime uint64
+	StartTime               uint64 // field 22, clock ticks since boot
+}
+
+// Alive reports a process that can still run: neither a zombie nor dead.
+func (s Stat) Alive() bool { return s.State != 'Z' && s.State != 'X' }
+
+// Read reads /proc/PID/stat under root ("" is Root).
+func Read(root string, pid int) (Stat, error) {
+	if root == "" {
+		root = Root
+	}
+	b, err := os.ReadFile(filepath.Join(root, strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return Stat{}, err
+	}
+	return Parse(b)
+}
+
+// Parse parses the contents of a stat file. The command name (field 2) may hold spaces and
+// parentheses, so the fields are counted from its last ')'.
+func Parse(b []byte) (Stat, error) {
+	i := bytes.IndexByte(b, ' ')
+	j := bytes.LastIndexByte(b, ')')
+	if i < 0 || j < i {
+		return Stat{}, fmt.Errorf("proc stat %.40q: no (comm) field", b)
+	}
+	f := bytes.Fields(b[j+1:]) // f[0] is field 3
+	if len(f) < 20 || len(f[0]) != 1 {
+		return Stat{}, fmt.Errorf("proc stat %.40q: %d fields after comm, want at least 20", b, len(f))
+	}
+	var st Stat
+	var errs [8]error
+	st.PID, errs[0] = strconv.Atoi(string(b[:i]))
+	st.State = f[0][0]
+	st.PPID, errs[1] = strconv.Atoi(string(f[1]))
+	st.PGRP, errs[2] = strconv.Atoi(string(f[2]))
+	st.Session, errs[3] = strconv.Atoi(string(f[3]))
+	st.CMinFlt, errs[4] = strconv.ParseUint(string(f[8]), 10, 64)
+	st.CUTime, errs[5] = strconv.ParseUint(string(f[13]), 10, 64)
+	st.CSTime, errs[6] = strconv.ParseUint(string(f[14]), 10, 64)
+	st.StartTime, errs[7] = strconv.ParseUint(string(f[19]), 10, 64)
+	for _, err := range errs {
+		if err != nil {
+			return Stat{}, fmt.Errorf("proc stat %.40q: %w", b, err)
+		}
+	}
+	return st, nil
+}
+
+// PIDs lists the processes under root ("" is Root), in directory order.
+func PIDs(root string) ([]int, error) {
+	if root == "" {
+		root = Root
+	}
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		return nil, err
+	}
+	pids := make([]int, 0, len(ents))
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
