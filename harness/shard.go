@@ -27,6 +27,21 @@ func ParseShard(s string) (Shard, error) {
 	return Shard{I: i, N: n}, nil
 }
 
+// ParseShardIndex reads "k/n" with 0 <= k < n, counting from 0 as a Kubernetes Indexed Job's
+// JOB_COMPLETION_INDEX does: index k is shard k+1.
+func ParseShardIndex(s string) (Shard, error) {
+	ks, ns, ok := strings.Cut(s, "/")
+	k, kerr := strconv.Atoi(strings.TrimSpace(ks))
+	n, nerr := strconv.Atoi(strings.TrimSpace(ns))
+	if !ok || kerr != nil || nerr != nil {
+		return Shard{}, fmt.Errorf("shard index %q: write it as k/n, e.g. $(JOB_COMPLETION_INDEX)/3", s)
+	}
+	if n < 1 || k < 0 || k >= n {
+		return Shard{}, fmt.Errorf("shard index %q: need 0 <= k < n (indexes count from 0, as in 0/3 1/3 2/3)", s)
+	}
+	return Shard{I: k + 1, N: n}, nil
+}
+
 // Whole reports whether the shard is the whole matrix.
 func (s Shard) Whole() bool { return s.N <= 1 }
 

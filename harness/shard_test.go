@@ -32,6 +32,19 @@ func TestParseShard(t *testing.T) {
 	}
 }
 
+func TestParseShardIndex(t *testing.T) {
+	for in, want := range map[string]Shard{"0/3": {1, 3}, "2/3": {3, 3}, "0/1": {1, 1}} {
+		if got, err := ParseShardIndex(in); err != nil || got != want {
+			t.Errorf("ParseShardIndex(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for in, why := range map[string]string{"3/3": "0 <= k < n", "-1/3": "0 <= k < n", "1/0": "0 <= k < n", "$(JOB_COMPLETION_INDEX)/3": "write it as k/n"} {
+		if _, err := ParseShardIndex(in); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("ParseShardIndex(%q) error %v; want one saying %q", in, err, why)
+		}
+	}
+}
+
 // Every pair of the matrix is in exactly one shard, and a shard's slice is fixed by the
 // matrix alone.
 func TestShardsPartitionTheMatrix(t *testing.T) {

@@ -15,7 +15,7 @@ func init() { register(newMergeCmd) }
 
 type mergeOptions struct {
 	markdown, junit, report string
-	reproducible            bool
+	repro                   bool
 }
 
 func newMergeCmd() *cobra.Command {
@@ -36,7 +36,7 @@ missed, 1 on other errors.`,
 			if err != nil {
 				return err
 			}
-			if o.reproducible {
+			if o.repro {
 				card = card.Reproducible()
 			}
 			return writeCard(cmd.OutOrStdout(), cmd.ErrOrStderr(), card, o.markdown, o.junit, o.report)
@@ -46,7 +46,7 @@ missed, 1 on other errors.`,
 	f.StringVar(&o.markdown, "markdown", "", "also write the scorecard as Markdown to this file")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
 	f.StringVar(&o.report, "report", "", "also write the HTML report into this directory")
-	f.BoolVar(&o.reproducible, "reproducible", false, "leave out what depends on the machine (wall times, the runs' loopback ports)")
+	f.BoolVar(&o.repro, "reproducible", false, "leave out what depends on the machine (wall times, the runs' loopback ports)")
 	return cmd
 }
 

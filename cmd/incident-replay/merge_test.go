@@ -100,7 +100,7 @@ func TestShardsMergeToTheUnshardedRun(t *testing.T) {
 func TestMergeRefusesAnIncompleteOrMixedSet(t *testing.T) {
 	tmp := t.TempDir()
 	common := []string{"score", "--speed", "0", "--quiet", "--scenario", "s4-crash-during-load", "--tool-name", "k8s-kserve,llmwait"}
-	run(t, append(common, "--shard", "1/2", "--results", filepath.Join(tmp, "a1.json"))...)
+	run(t, append(common, "--shard-index", "0/2", "--results", filepath.Join(tmp, "a1.json"))...)
 	run(t, append(common, "--shard", "2/2", "--seed", "7", "--results", filepath.Join(tmp, "b2.json"))...)
 	cases := []struct {
 		name string
@@ -127,7 +127,8 @@ func TestMergeRefusesAnIncompleteOrMixedSet(t *testing.T) {
 			}
 		})
 	}
-	for _, args := range [][]string{{"--shard", "1/2"}, {"--shard", "3/2", "--results", "x.json"}} {
+	for _, args := range [][]string{{"--shard", "1/2"}, {"--shard", "3/2", "--results", "x.json"},
+		{"--shard-index", "2/2", "--results", "x.json"}, {"--shard", "1/2", "--shard-index", "0/2", "--results", "x.json"}} {
 		root := newRootCmd()
 		root.SetArgs(append(common, args...))
 		root.SetOut(&bytes.Buffer{})

@@ -24,23 +24,24 @@ import (
 func init() { register(newScoreCmd) }
 
 type scoreOptions struct {
-	scenarios    []string
-	tools        []string
-	userTools    []string
-	toolsFile    string
-	speed        float64
-	container    bool
-	image        string
-	parallel     int
-	markdown     string
-	junit        string
-	report       string
-	seed         int64
-	quiet        bool
-	allTools     bool
-	shard        string
-	results      string
-	reproducible bool
+	scenarios []string
+	tools     []string
+	userTools []string
+	toolsFile string
+	speed     float64
+	container bool
+	image     string
+	parallel  int
+	markdown  string
+	junit     string
+	report    string
+	seed      int64
+	quiet     bool
+	allTools  bool
+	shard     string
+	shardIdx  string
+	results   string
+	repro     bool
 }
 
 func newScoreCmd() *cobra.Command {
@@ -96,8 +97,9 @@ Exit status: 0 when every must-pass tool (llmwait) reached each scenario's expec
 	f.BoolVar(&o.quiet, "quiet", false, "no per-run progress on stderr")
 	f.BoolVar(&o.allTools, "all-tools", false, "run every built-in tool (default: the core set, one tool per family)")
 	f.StringVar(&o.shard, "shard", "", "run only slice i/n of the matrix (e.g. 2/3); needs --results")
+	f.StringVar(&o.shardIdx, "shard-index", "", "--shard counted from 0 (k/n is shard k+1 of n), for an Indexed Job's $(JOB_COMPLETION_INDEX)/N")
 	f.StringVar(&o.results, "results", "", "also write the results as JSON to this file (the input of 'incident-replay merge')")
-	f.BoolVar(&o.reproducible, "reproducible", false, "leave out what depends on the machine (wall times, the runs' loopback ports), so runs at --speed 0 compare byte for byte")
+	f.BoolVar(&o.repro, "reproducible", false, "leave out what depends on the machine (wall times, the runs' loopback ports), so runs at --speed 0 compare byte for byte")
 	return cmd
 }
 
@@ -113,15 +115,9 @@ func runScore(ctx context.Context, stdout, stderr io.Writer, o scoreOptions) err
 	if o.container && o.speed == harness.Virtual {
 		return errors.New("--speed 0 (virtual time) runs fake servers in-process only so far: drop --container, or use --speed 60 with it")
 	}
-	var shard harness.Shard
-	if o.shard != "" {
-		var err error
-		if shard, err = harness.ParseShard(o.shard); err != nil {
-			return fmt.Errorf("--shard: %w", err)
-		}
-		if o.results == "" {
-			return errors.New("--shard needs --results FILE: a shard's results are read back by 'incident-replay merge'")
-		}
+	shard, err := shardOf(o)
+	if err != nil {
+		return err
 	}
 	cases, err := loadCases(o.scenarios, o.seed)
 	if err != nil {
@@ -163,7 +159,7 @@ func runScore(ctx context.Context, stdout, stderr io.Writer, o scoreOptions) err
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted after %.1fs: runs in flight were stopped and their servers removed", card.Wall.Seconds())
 	}
-	if o.reproducible {
+	if o.repro {
 		card = card.Reproducible()
 	}
 	if o.results != "" {
@@ -205,6 +201,32 @@ func writeCard(stdout, stderr io.Writer, card harness.Scorecard, markdown, junit
 		return mustPassError{n}
 	}
 	return nil
+}
+
+// shardOf reads --shard or --shard-index (neither: the whole matrix); a shard needs --results.
+func shardOf(o scoreOptions) (harness.Shard, error) {
+	var (
+		sh  harness.Shard
+		err error
+	)
+	switch {
+	case o.shard != "" && o.shardIdx != "":
+		return sh, errors.New("--shard and --shard-index say the same thing: pass one")
+	case o.shard != "":
+		if sh, err = harness.ParseShard(o.shard); err != nil {
+			return sh, fmt.Errorf("--shard: %w", err)
+		}
+	case o.shardIdx != "":
+		if sh, err = harness.ParseShardIndex(o.shardIdx); err != nil {
+			return sh, fmt.Errorf("--shard-index: %w", err)
+		}
+	default:
+		return sh, nil
+	}
+	if o.results == "" {
+		return sh, errors.New("--shard needs --results FILE: a shard's results are read back by 'incident-replay merge'")
+	}
+	return sh, nil
 }
 
 func selectTools(o scoreOptions) ([]harness.Tool, error) {
