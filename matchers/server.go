@@ -25,7 +25,22 @@ const failureTemplate = "expected {{if .NegatedFailure}}{{.Data.NotWant}}{{else}
 
 func build(want, notWant string, match func(actual any, m *message) (bool, error)) types.GomegaMatcher {
 	m := &message{Want: want, NotWant: notWant}
-	return gcustom.MakeMatcher(func(actual any) (bool, error) { return match(actual, m) }).WithTemplate(failureTemplate, m)
+	g := gcustom.MakeMatcher(func(actual any) (bool, error) { return match(actual, m) }).WithTemplate(failureTemplate, m)
+	return told{CustomGomegaMatcher: g, m: m}
+}
+
+// told renders the failure from what the match read, not from the actual value: gcustom
+// formats the actual by reflection, and a live *fakeserver.Server's fields are being written
+// by its goroutines meanwhile.
+type told struct {
+	gcustom.CustomGomegaMatcher
+	m *message
+}
+
+func (t told) FailureMessage(any) string { return t.CustomGomegaMatcher.FailureMessage(t.m.Got) }
+
+func (t told) NegatedFailureMessage(any) string {
+	return t.CustomGomegaMatcher.NegatedFailureMessage(t.m.Got)
 }
 
 // onJournal builds a matcher over a server's journal.
