@@ -100,6 +100,20 @@ var (
 	tcReady      = regexp.MustCompile(`The server is fired up and ready to roll`)
 )
 
+// KubernetesPods are the probe sets of the Kubernetes model tools, by tool name: SGLang's own
+// k8s manifest, KServe's startup probe and OME's startup and readiness probes. The manifests
+// in deploy/ carry the same settings, and a test there holds them equal to these.
+func KubernetesPods() map[string]Pod {
+	return map[string]Pod{
+		"k8s-sglang": {Liveness: &Probe{Path: "/health", InitialDelay: 30 * time.Second, Period: 10 * time.Second}},
+		"k8s-kserve": {Startup: &Probe{Path: "/health", Period: 10 * time.Second, FailureThreshold: 60}},
+		"k8s-ome": {
+			Startup:   &Probe{Path: "/health_generate", InitialDelay: 60 * time.Second, Period: 6 * time.Second, Timeout: 30 * time.Second, FailureThreshold: 150},
+			Readiness: &Probe{Path: "/health_generate", Period: 60 * time.Second, Timeout: 200 * time.Second},
+		},
+	}
+}
+
 // CoreTools is the default selection of `score`: the founding loops and one tool of each
 // family, sized so the whole catalogue scores in about a minute on 2 cores at S=60 (the shell
 // loops dominate: each founding loop starts ~360 processes under faketime). `--all-tools`
@@ -130,16 +144,13 @@ func Builtins() []Tool {
 		{Name: "vllm-helper", Description: "vLLM RemoteOpenAIServer-style waiter (python3)", Command: vllmWaiter,
 			Claim: ByBoth, ReadyLine: readyLine, Interval: time.Second},
 		{Name: "k8s-sglang", Description: "model: SGLang k8s manifest, liveness 30s+3x10s, no readiness probe",
-			Wait:     Pod{Liveness: &Probe{Path: "/health", InitialDelay: 30 * time.Second, Period: 10 * time.Second}}.Wait,
+			Wait:     KubernetesPods()["k8s-sglang"].Wait,
 			Interval: 10 * time.Second, Budget: 90 * time.Second},
 		{Name: "k8s-kserve", Description: "model: startupProbe /health 60x10s, timeoutSeconds 1 (default)",
-			Wait:     Pod{Startup: &Probe{Path: "/health", Period: 10 * time.Second, FailureThreshold: 60}}.Wait,
+			Wait:     KubernetesPods()["k8s-kserve"].Wait,
 			Interval: 10 * time.Second, Budget: 620 * time.Second},
 		{Name: "k8s-ome", Description: "model: OME startupProbe /health_generate 60s+150x6s timeout 30s, readiness",
-			Wait: Pod{
-				Startup:   &Probe{Path: "/health_generate", InitialDelay: 60 * time.Second, Period: 6 * time.Second, Timeout: 30 * time.Second, FailureThreshold: 150},
-				Readiness: &Probe{Path: "/health_generate", Period: 60 * time.Second, Timeout: 200 * time.Second},
-			}.Wait,
+			Wait:     KubernetesPods()["k8s-ome"].Wait,
 			Interval: 6 * time.Second, Budget: 1000 * time.Second},
 		{Name: "compose-sglang", Description: "model: SGLang compose.yaml healthcheck (defaults 30s/30s/3) + service_healthy",
 			Wait:     Healthcheck{}.Wait,

@@ -41,6 +41,12 @@ func VirtualParallel() int { return 4 * runtime.NumCPU() }
 // flight are stopped (their process groups killed, servers closed) and pairs not started are
 // reported with ctx's error.
 func (m Matrix) Run(ctx context.Context, cases []Case, tools []Tool) []Result {
+	return m.RunPairs(ctx, Pairs(cases, tools, Shard{}))
+}
+
+// RunPairs runs the given pairs (a shard of a matrix, see Pairs) and returns their results
+// in the order given; ctx ending is handled as in Run.
+func (m Matrix) RunPairs(ctx context.Context, pairs []Pair) []Result {
 	type job struct {
 		i    int
 		c    Case
@@ -48,18 +54,17 @@ func (m Matrix) Run(ctx context.Context, cases []Case, tools []Tool) []Result {
 		cost time.Duration
 	}
 	var shell, goJobs []job
-	for ci, c := range cases {
-		for ti, t := range tools {
-			cost := expectedWall(c, t)
-			if !t.Unscaled && m.Runner.Speed > 0 {
-				cost = time.Duration(float64(cost) / m.Runner.Speed)
-			}
-			j := job{i: ci*len(tools) + ti, c: c, t: t, cost: cost}
-			if t.Wait == nil {
-				shell = append(shell, j)
-			} else {
-				goJobs = append(goJobs, j)
-			}
+	for i, p := range pairs {
+		c, t := p.Case, p.Tool
+		cost := expectedWall(c, t)
+		if !t.Unscaled && m.Runner.Speed > 0 {
+			cost = time.Duration(float64(cost) / m.Runner.Speed)
+		}
+		j := job{i: i, c: c, t: t, cost: cost}
+		if t.Wait == nil {
+			shell = append(shell, j)
+		} else {
+			goJobs = append(goJobs, j)
 		}
 	}
 	// Longest first: the matrix ends when its slowest pair does, so start those early.

@@ -90,6 +90,9 @@ type Probe struct {
 	FailureThreshold int           // default 3
 }
 
+// Effective is the probe with Kubernetes' defaults filled in, as the kubelet runs it.
+func (p Probe) Effective() Probe { return p.withDefaults() }
+
 func (p Probe) withDefaults() Probe {
 	if p.Path == "" {
 		p.Path = "/health"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -51,6 +52,31 @@ func (s Scorecard) cell(scen, tool string) (Result, bool) {
 		}
 	}
 	return Result{}, false
+}
+
+// Reproducible is the scorecard without what depends on the machine rather than on the
+// matrix: every wall-clock time is cleared (the writers leave cleared times out) and the
+// loopback port a run happened to get reads PORT in tool output. On virtual time two runs of
+// one matrix, or its shards merged, then write byte-identical reports.
+func (s Scorecard) Reproducible() Scorecard {
+	s.Wall = 0
+	s.Results = slices.Clone(s.Results)
+	for i := range s.Results {
+		s.Results[i].Wall = 0
+		s.Results[i].Output = loopbackPort.ReplaceAllString(s.Results[i].Output, "${1}:PORT")
+	}
+	return s
+}
+
+// loopbackPort is a loopback address with its port, as tools print a run's URL.
+var loopbackPort = regexp.MustCompile(`(127\.0\.0\.1|localhost|\[::1\]):[0-9]+`)
+
+// WallClause is the footers' ", wall 53.4s", or "" once Reproducible cleared it.
+func (s Scorecard) WallClause() string {
+	if s.Wall == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", wall %.1fs", s.Wall.Seconds())
 }
 
 // MustPassFailures lists the runs of must-pass tools that missed their expectation.
@@ -130,8 +156,8 @@ func (s Scorecard) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n%d runs, %s, speed %gx, wall %.1fs. Cells: verdict and claim time (scenario time); ! missed expectation; ~ ran unscaled (S=1).\n",
-		len(s.Results), s.Where, s.Speed, s.Wall.Seconds())
+	fmt.Fprintf(w, "\n%d runs, %s, speed %gx%s. Cells: verdict and claim time (scenario time); ! missed expectation; ~ ran unscaled (S=1).\n",
+		len(s.Results), s.Where, s.Speed, s.WallClause())
 	if mm := s.Mismatches(); len(mm) > 0 {
 		fmt.Fprintf(w, "\nExpected vs got (%d):\n", len(mm))
 		for _, r := range mm {
@@ -152,8 +178,8 @@ func mismatchText(r Result) string {
 func (s Scorecard) WriteMarkdown(w io.Writer) error {
 	scen, tools := s.Axes()
 	var b strings.Builder
-	fmt.Fprintf(&b, "# incident-replay scorecard\n\n%d runs (%d scenarios x %d tools), %s, speed %gx, wall %.1fs.\n\n",
-		len(s.Results), len(scen), len(tools), s.Where, s.Speed, s.Wall.Seconds())
+	fmt.Fprintf(&b, "# incident-replay scorecard\n\n%d runs (%d scenarios x %d tools), %s, speed %gx%s.\n\n",
+		len(s.Results), len(scen), len(tools), s.Where, s.Speed, s.WallClause())
 	b.WriteString("Cells: verdict and claim time (scenario time). **!** missed expectation; ~ ran unscaled (S=1).\n\n")
 	b.WriteString("| scenario | expect | " + strings.Join(tools, " | ") + " |\n|---|---|" + strings.Repeat("---|", len(tools)) + "\n")
 	for _, sc := range scen {

@@ -38,6 +38,10 @@ type scoreOptions struct {
 	seed      int64
 	quiet     bool
 	allTools  bool
+	shard     string
+	shardIdx  string
+	results   string
+	repro     bool
 }
 
 func newScoreCmd() *cobra.Command {
@@ -61,6 +65,12 @@ on the scenario, the seed and the tool alone. Static and Go binaries a tool runs
 virtual time, and the container launcher does not follow it yet. The Go tools reach
 the same verdicts idle and under load; shell tools' claim times still vary now and then under
 load, so 60 stays the default.
+
+--shard i/n runs slice i of n of the matrix (pair k, in scenario x tool order, goes to
+shard k mod n + 1, whatever the timing) and needs --results FILE; 'incident-replay merge'
+joins the shards' files into the scorecard and reports of the whole matrix. --reproducible
+leaves out what depends on the machine (wall times, the loopback port each run got), so runs
+at --speed 0 compare byte for byte.
 
 Exit status: 0 when every must-pass tool (llmwait) reached each scenario's expected verdict,
 3 when one missed, 1 on other errors.`,
@@ -86,6 +96,10 @@ Exit status: 0 when every must-pass tool (llmwait) reached each scenario's expec
 	f.Int64Var(&o.seed, "seed", 1, "seed for compiling scenarios")
 	f.BoolVar(&o.quiet, "quiet", false, "no per-run progress on stderr")
 	f.BoolVar(&o.allTools, "all-tools", false, "run every built-in tool (default: the core set, one tool per family)")
+	f.StringVar(&o.shard, "shard", "", "run only slice i/n of the matrix (e.g. 2/3); needs --results")
+	f.StringVar(&o.shardIdx, "shard-index", "", "--shard counted from 0 (k/n is shard k+1 of n), for an Indexed Job's $(JOB_COMPLETION_INDEX)/N")
+	f.StringVar(&o.results, "results", "", "also write the results as JSON to this file (the input of 'incident-replay merge')")
+	f.BoolVar(&o.repro, "reproducible", false, "leave out what depends on the machine (wall times, the runs' loopback ports), so runs at --speed 0 compare byte for byte")
 	return cmd
 }
 
@@ -100,6 +114,10 @@ func (e mustPassError) ExitCode() int { return 3 }
 func runScore(ctx context.Context, stdout, stderr io.Writer, o scoreOptions) error {
 	if o.container && o.speed == harness.Virtual {
 		return errors.New("--speed 0 (virtual time) runs fake servers in-process only so far: drop --container, or use --speed 60 with it")
+	}
+	shard, err := shardOf(o)
+	if err != nil {
+		return err
 	}
 	cases, err := loadCases(o.scenarios, o.seed)
 	if err != nil {
@@ -129,28 +147,51 @@ func runScore(ctx context.Context, stdout, stderr io.Writer, o scoreOptions) err
 	if !o.quiet {
 		m.Progress = stderr
 	}
-	fmt.Fprintf(stderr, "score: %d scenarios x %d tools at %gx (%s)\n", len(cases), len(tools), o.speed, launcher.Name())
+	pairs := harness.Pairs(cases, tools, shard)
+	slice := ""
+	if !shard.Whole() {
+		slice = fmt.Sprintf(", shard %s: %d runs", shard, len(pairs))
+	}
+	fmt.Fprintf(stderr, "score: %d scenarios x %d tools at %gx (%s)%s\n", len(cases), len(tools), o.speed, launcher.Name(), slice)
 	start := time.Now()
-	results := m.Run(ctx, cases, tools)
+	results := m.RunPairs(ctx, pairs)
 	card := harness.Scorecard{Results: results, Speed: o.speed, Wall: time.Since(start), Where: launcher.Name(), Tools: tools}
 	if ctx.Err() != nil {
 		return fmt.Errorf("interrupted after %.1fs: runs in flight were stopped and their servers removed", card.Wall.Seconds())
 	}
+	if o.repro {
+		card = card.Reproducible()
+	}
+	if o.results != "" {
+		f, err := harness.NewResults(shard, o.seed, card, pairs, cases, tools)
+		if err == nil {
+			err = harness.WriteResults(o.results, f)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return writeCard(stdout, stderr, card, o.markdown, o.junit, o.report)
+}
+
+// writeCard prints the scorecard, writes the files asked for and fails (exit 3) when a
+// must-pass tool missed.
+func writeCard(stdout, stderr io.Writer, card harness.Scorecard, markdown, junit, reportDir string) error {
 	if err := card.WriteTable(stdout); err != nil {
 		return err
 	}
-	if o.markdown != "" {
-		if err := harness.WriteFile(o.markdown, card.WriteMarkdown); err != nil {
+	if markdown != "" {
+		if err := harness.WriteFile(markdown, card.WriteMarkdown); err != nil {
 			return err
 		}
 	}
-	if o.junit != "" {
-		if err := harness.WriteFile(o.junit, card.WriteJUnit); err != nil {
+	if junit != "" {
+		if err := harness.WriteFile(junit, card.WriteJUnit); err != nil {
 			return err
 		}
 	}
-	if o.report != "" {
-		sum, err := report.Write(o.report, card)
+	if reportDir != "" {
+		sum, err := report.Write(reportDir, card)
 		if err != nil {
 			return err
 		}
@@ -160,6 +201,32 @@ func runScore(ctx context.Context, stdout, stderr io.Writer, o scoreOptions) err
 		return mustPassError{n}
 	}
 	return nil
+}
+
+// shardOf reads --shard or --shard-index (neither: the whole matrix); a shard needs --results.
+func shardOf(o scoreOptions) (harness.Shard, error) {
+	var (
+		sh  harness.Shard
+		err error
+	)
+	switch {
+	case o.shard != "" && o.shardIdx != "":
+		return sh, errors.New("--shard and --shard-index say the same thing: pass one")
+	case o.shard != "":
+		if sh, err = harness.ParseShard(o.shard); err != nil {
+			return sh, fmt.Errorf("--shard: %w", err)
+		}
+	case o.shardIdx != "":
+		if sh, err = harness.ParseShardIndex(o.shardIdx); err != nil {
+			return sh, fmt.Errorf("--shard-index: %w", err)
+		}
+	default:
+		return sh, nil
+	}
+	if o.results == "" {
+		return sh, errors.New("--shard needs --results FILE: a shard's results are read back by 'incident-replay merge'")
+	}
+	return sh, nil
 }
 
 func selectTools(o scoreOptions) ([]harness.Tool, error) {
