@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/incident-replay/incident-replay/truth"
 	"os"
 	"slices"
 	"strings"
@@ -44,22 +45,27 @@ type Results struct {
 
 // StoredResult is a Result with its place in the matrix; the error is kept as its text.
 type StoredResult struct {
-	Index    int                 `json:"index"`
-	Scenario string              `json:"scenario"`
-	Tool     string              `json:"tool"`
-	Speed    float64             `json:"speed"`
-	Unscaled bool                `json:"unscaled,omitempty"`
-	Verdict  Verdict             `json:"verdict,omitempty"`
-	Expect   Verdict             `json:"expect,omitempty"`
-	MustPass bool                `json:"must_pass,omitempty"`
-	Reason   string              `json:"reason,omitempty"`
-	Claim    Claim               `json:"claim"`
-	Truth    Truth               `json:"truth"`
-	Limit    time.Duration       `json:"limit_ns"`
-	Wall     time.Duration       `json:"wall_ns"`
-	Output   string              `json:"output,omitempty"`
-	Journal  []fakeserver.Record `json:"journal,omitempty"`
-	Err      string              `json:"error,omitempty"`
+	Index    int         `json:"index"`
+	Scenario string      `json:"scenario"`
+	Tool     string      `json:"tool"`
+	Speed    float64     `json:"speed"`
+	Unscaled bool        `json:"unscaled,omitempty"`
+	Verdict  Verdict     `json:"verdict,omitempty"`
+	Expect   Verdict     `json:"expect,omitempty"`
+	MustPass bool        `json:"must_pass,omitempty"`
+	Reason   string      `json:"reason,omitempty"`
+	Claim    Claim       `json:"claim"`
+	Start    time.Time   `json:"start"`
+	Truth    truth.Truth `json:"truth"`
+	// Predicted: events the run ended before came from the scenario's expect block
+	Predicted     bool                `json:"predicted,omitempty"`
+	Requests      int                 `json:"requests,omitempty"`
+	HealthLatency time.Duration       `json:"health_latency_ns,omitempty"`
+	Limit         time.Duration       `json:"limit_ns"`
+	Wall          time.Duration       `json:"wall_ns"`
+	Output        string              `json:"output,omitempty"`
+	Journal       []fakeserver.Record `json:"journal,omitempty"`
+	Err           string              `json:"error,omitempty"`
 }
 
 // NewResults records a finished run: results[i] is the result of pairs[i], cases and tools
@@ -77,7 +83,8 @@ func NewResults(shard Shard, seed int64, card Scorecard, pairs []Pair, cases []C
 	}
 	for i, r := range card.Results {
 		s := StoredResult{Index: pairs[i].Index, Scenario: r.Scenario, Tool: r.Tool, Speed: r.Speed, Unscaled: r.Unscaled,
-			Verdict: r.Verdict, Expect: r.Expect, MustPass: r.MustPass, Reason: r.Reason, Claim: r.Claim, Truth: r.Truth,
+			Verdict: r.Verdict, Expect: r.Expect, MustPass: r.MustPass, Reason: r.Reason, Claim: r.Claim, Start: r.Start, Truth: r.Truth,
+			Predicted: r.Predicted, Requests: r.Requests, HealthLatency: r.HealthLatency,
 			Limit: r.Limit, Wall: r.Wall, Output: r.Output, Journal: r.Journal}
 		if r.Err != nil {
 			s.Err = r.Err.Error()
@@ -190,7 +197,8 @@ func shardCount(f Results) (int, error) {
 
 func (s StoredResult) result() Result {
 	r := Result{Scenario: s.Scenario, Tool: s.Tool, Speed: s.Speed, Unscaled: s.Unscaled, Verdict: s.Verdict, Expect: s.Expect,
-		MustPass: s.MustPass, Reason: s.Reason, Claim: s.Claim, Truth: s.Truth, Limit: s.Limit, Wall: s.Wall, Output: s.Output, Journal: s.Journal}
+		MustPass: s.MustPass, Reason: s.Reason, Claim: s.Claim, Start: s.Start, Truth: s.Truth,
+		Predicted: s.Predicted, Requests: s.Requests, HealthLatency: s.HealthLatency, Limit: s.Limit, Wall: s.Wall, Output: s.Output, Journal: s.Journal}
 	if s.Err != "" {
 		r.Err = errors.New(s.Err)
 	}

@@ -3,6 +3,7 @@ package matchers_test
 import (
 	"bytes"
 	"context"
+	"github.com/incident-replay/incident-replay/truth"
 	"strings"
 	"testing"
 	"time"
@@ -122,14 +123,14 @@ func TestServerMatchersTellTheIncident(t *testing.T) {
 // scored is the founding loop's run on incident 1, judged as the harness judges it.
 func scored(claim harness.Claim) harness.Result {
 	start := time.Date(2026, 2, 24, 11, 18, 0, 0, time.UTC)
-	tr := harness.Truth{Start: start, Bound: start.Add(10*m + 32*s), Ready: start.Add(10*m + 33*s)}
+	tr := truth.Truth{Bound: truth.At(10*m + 32*s), Ready: truth.At(10*m + 33*s)}
 	claim.At = start.Add(claim.At.Sub(time.Time{}))
 	if claim.Outcome == harness.NoClaim {
 		claim.At = start.Add(20 * m)
 	}
-	v, why := harness.Classify(tr, claim, harness.PolicyFor(5*s, s, 60, 0))
+	v, why := harness.Classify(tr, start, claim, harness.PolicyFor(5*s, s, 60, 0))
 	return harness.Result{Scenario: "hicache-48-cold-start", Tool: "founding-loop-1", Verdict: v, Reason: why,
-		Claim: claim, Truth: tr, Limit: 20 * m}
+		Claim: claim, Start: start, Truth: tr, Limit: 20 * m}
 }
 
 func TestRunMatchersTellTheIncident(t *testing.T) {

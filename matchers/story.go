@@ -14,6 +14,7 @@ package matchers
 import (
 	"context"
 	"fmt"
+	"github.com/incident-replay/incident-replay/truth"
 	"strings"
 	"time"
 
@@ -60,18 +61,7 @@ func ptr(d time.Duration) *time.Duration { return &d }
 
 // factsOf reads the facts from a journal, by the rules the harness scores with.
 func factsOf(recs []fakeserver.Record) facts {
-	g := fakeserver.GroundTruth(recs)
-	var f facts
-	if g.BoundOK {
-		f.bound = ptr(g.Bound)
-	}
-	if g.ReadyOK {
-		f.ready = ptr(g.Ready)
-	}
-	if g.DeadOK {
-		f.dead = ptr(g.Dead)
-	}
-	f.exited, f.code = g.Exited, g.ExitCode
+	f := factsOfTruth(fakeserver.GroundTruth(recs))
 	for _, r := range recs {
 		f.end = max(f.end, r.At)
 		if r.Type != fakeserver.RecState {
@@ -87,15 +77,13 @@ func factsOf(recs []fakeserver.Record) facts {
 	return f
 }
 
-// factsOfTruth reads the facts of a scored run, predicted events included.
-func factsOfTruth(t harness.Truth) facts {
-	at := func(x time.Time) *time.Duration {
-		if x.IsZero() {
-			return nil
-		}
-		return ptr(x.Sub(t.Start))
+// factsOfTruth reads the facts of a truth (a scored run's includes predicted events).
+func factsOfTruth(t truth.Truth) facts {
+	f := facts{bound: t.Bound, ready: t.Ready, dead: t.Dead, exited: t.Exited()}
+	if t.ExitCode != nil {
+		f.code = *t.ExitCode
 	}
-	return facts{bound: at(t.Bound), ready: at(t.Ready), dead: at(t.Dead), exited: t.Exited, code: t.ExitCode}
+	return f
 }
 
 // story tells the run in a few clauses: "port bound at 10m32s, /health 200 from 10m33s,
