@@ -17,10 +17,13 @@ UNIT_PKGS  = $(shell $(GO) list ./... | grep -v /e2e)
 # go-nvml is the one package whose C compiles warn (its cgo code calls deprecated NVML
 # functions); scripts/cc-nvml.sh silences that warning for it alone. Only where a C compiler
 # exists: a CC that resolves turns cgo on.
+# A sub-make inherits both variables: it must not take the wrapper for the real compiler.
+ifeq ($(origin NVML_REAL_CC),undefined)
 CGO_CC := $(if $(filter environment command line,$(origin CC)),$(CC),gcc)
 ifneq ($(shell command -v $(firstword $(CGO_CC)) 2>/dev/null),)
 export NVML_REAL_CC := $(CGO_CC)
 export CC := $(CURDIR)/scripts/cc-nvml.sh
+endif
 endif
 
 .PHONY: all build test vet unit e2e demo lint bench fuzz image gpu-acceptance clean

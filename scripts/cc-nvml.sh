@@ -6,6 +6,7 @@
 # to the compiles of that one package, which cgo runs with the package's directory as an
 # include path, and runs every other compile unchanged.
 real=${NVML_REAL_CC:-cc}
+case $real in */cc-nvml.sh | cc-nvml.sh) real=cc ;; esac # never exec this script again
 for a do
   case $a in
   */go-nvml@*/pkg/nvml) exec "$real" "$@" -Wno-deprecated-declarations ;;
