@@ -253,7 +253,7 @@ var _ = Describe("the HTML report", Ordered, ContinueOnFailure, Label("inprocess
 		}
 		// How far past t_ready the 120 x 5 s loop runs depends on its process overhead under
 		// faketime (minutes on a loaded machine); that it outlives t_ready is the incident.
-		Expect(last).To(BeNumerically(">", g.Ready), "the loop kept probing a ready server")
+		Expect(last).To(BeNumerically(">", *g.Ready), "the loop kept probing a ready server")
 		Expect(ok200).To(BeNumerically(">=", 1))
 		raw, err := os.ReadFile(filepath.Join(dir, "runs", "hicache-48-cold-start--founding-loop-1.svg"))
 		Expect(err).NotTo(HaveOccurred())
