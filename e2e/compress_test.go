@@ -14,8 +14,10 @@ import (
 
 // Virtual time must not change verdicts: each pair runs on virtual time and at S=1 (real
 // time, so only short scenarios qualify) and must reach the same, pinned verdict. The pairs cover
-// shell tools under faketime (curl, a python3 waiter), Go models on the clock and llmwait,
-// and a slow-health server (every /health takes >= 1 s).
+// shell tools (curl, a python3 waiter), Go models on the clock and llmwait, a slow-health
+// server (every /health takes >= 1 s), crashes and a stale listener. The founding loops run
+// 10 minutes whatever the scenario, too long for this spec at S=1: bench/agreement.sh runs
+// them on the full founding scenarios.
 var _ = Describe("time compression", Ordered, ContinueOnFailure, Label("inprocess", "slow"), func() {
 	pairs := []struct {
 		scenario, tool string
@@ -28,6 +30,8 @@ var _ = Describe("time compression", Ordered, ContinueOnFailure, Label("inproces
 		{"s4-crash-during-load", "curl-retry", harness.FailedFast}, // gives up on "connection refused" before the crash
 		{"nccl-init-error", "compose-tuned", harness.FailedFast},
 		{"s6-warmup-kill", "tc-log", harness.FailedFast},
+		{"s8-stale-listener", "curl-strict", harness.FalseReady}, // another process holds the port and answers 200
+		{"s1-empty-200", "sglang-popen", harness.ReadyOK},
 	}
 	type key struct {
 		scenario, tool string
