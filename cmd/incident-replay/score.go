@@ -72,6 +72,11 @@ joins the shards' files into the scorecard and reports of the whole matrix. --re
 leaves out what depends on the machine (wall times, the loopback port each run got), so runs
 at --speed 0 compare byte for byte.
 
+Each run keeps its files in a directory under $TMPDIR/incident-replay, locked while it runs,
+with a record of its tools' process groups, /dev/shm objects and containers. A run killed
+before it could clean up (SIGKILL) leaves them there; the next score removes them first and
+prints one line saying what it removed.
+
 Exit status: 0 when every must-pass tool (llmwait) reached each scenario's expected verdict,
 3 when one missed, 1 on other errors.`,
 		Args: cobra.NoArgs,
