@@ -89,6 +89,9 @@ type Runner struct {
 	// Expect decides what a tool must conclude on a case; nil: the case's verdict for
 	// must-pass tools, nothing for the rest.
 	Expect func(c Case, t Tool) (Verdict, bool)
+	// RunDir records the shell tools' process groups and /dev/shm objects, so a later run
+	// can remove them if this one is killed; nil records nothing.
+	RunDir *RunDir
 }
 
 // Run launches c's server, runs t against it until t returns or the harness limit, stops the
@@ -121,7 +124,7 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 	}
 	clock := tgt.Clock()
 	out := &tailBuffer{max: 2048}
-	claim, err := runTool(ctx, c, t, clock, tgt, r.Launcher.Published(), res.Limit, r.Faketime, out)
+	claim, err := runTool(ctx, c, t, clock, tgt, r.Launcher.Published(), res.Limit, r.Faketime, r.RunDir, out)
 	res.Output = out.String()
 	if cu, ok := tgt.(catcher); ok && err == nil {
 		cu.CatchUp(claim.At)
@@ -197,14 +200,14 @@ type toolStarter interface {
 }
 
 // runTool runs a shell or Go tool against tgt until it claims, gives up, or hits limit.
-func runTool(ctx context.Context, c Case, t Tool, clock replay.Clock, tgt Target, published bool, limit time.Duration, ft Faketime, out io.Writer) (Claim, error) {
+func runTool(ctx context.Context, c Case, t Tool, clock replay.Clock, tgt Target, published bool, limit time.Duration, ft Faketime, rd *RunDir, out io.Writer) (Claim, error) {
 	started := func() {}
 	if ts, ok := tgt.(toolStarter); ok {
 		started = ts.ToolStarted
 	}
 	defer started()
 	if t.Wait == nil {
-		return shellRun{tool: t, clock: clock, target: tgt, limit: limit, faketime: ft, env: toolEnv(), output: out, started: started}.run(ctx)
+		return shellRun{tool: t, clock: clock, target: tgt, limit: limit, faketime: ft, env: toolEnv(), output: out, started: started, rundir: rd}.run(ctx)
 	}
 	host, port, err := splitURL(tgt.BaseURL())
 	if err != nil {

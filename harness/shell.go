@@ -121,9 +121,20 @@ func (f Faketime) release(pid int) {
 	if f.Path == "" {
 		return
 	}
+	removeFaketimeObjects(pid)
+}
+
+// removeFaketimeObjects removes the faketime wrapper pid's semaphore and shared memory and
+// returns how many of the two there were.
+func removeFaketimeObjects(pid int) int {
 	p := strconv.Itoa(pid)
-	_ = os.Remove(filepath.Join(shmDir, "sem.faketime_sem_"+p))
-	_ = os.Remove(filepath.Join(shmDir, "faketime_shm_"+p))
+	n := 0
+	for _, name := range []string{"sem.faketime_sem_" + p, "faketime_shm_" + p} {
+		if os.Remove(filepath.Join(shmDir, name)) == nil {
+			n++
+		}
+	}
+	return n
 }
 
 // shmDir is where POSIX semaphores and shared memory live on Linux.
@@ -139,6 +150,7 @@ type shellRun struct {
 	env      []string
 	output   io.Writer // the tool's combined output, for the report; may be nil
 	started  func()    // called once the tool's processes are on the run's clock; may be nil
+	rundir   *RunDir   // records the tool's process group and /dev/shm objects; may be nil
 }
 
 // proxyVars are dropped from a tool's environment: curl and Python route loopback through a
@@ -199,7 +211,7 @@ func (r shellRun) run(ctx context.Context) (Claim, error) {
 	// that watches {{.PID}} gets a stand-in process that lives exactly as long as the server.
 	var pid int
 	if r.tool.usesPID() {
-		stop, spid, err := standIn(r.target)
+		stop, spid, err := standIn(r.target, r.rundir)
 		if err != nil {
 			return Claim{}, err
 		}
@@ -231,6 +243,7 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	if vs != nil {
 		// On virtual time every process of the tool reads the clock from the page: no
 		// faketime, and a plain sleep costs nothing, so no builtin sleep either.
+		defer r.rundir.trackShm(vs.page.Path())()
 		defer vs.close()
 		argv = []string{bash, "-c", script}
 		env = append(append([]string(nil), r.env...), vs.env()...)
@@ -254,6 +267,7 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	}
 	pw.Close()
 	pgid := cmd.Process.Pid
+	untrack := r.rundir.trackGroup(pgid)
 	recorded := func() {}
 	var wallCap <-chan time.Time
 	if vs != nil {
@@ -375,6 +389,7 @@ wait:
 		<-scanned
 	}
 	r.faketime.release(pgid)
+	untrack()
 	if ctxErr != nil {
 		return Claim{}, ctxErr
 	}
@@ -457,7 +472,7 @@ func (g groupScan) progressed(prev groupScan) bool {
 
 // standIn starts a process that lives exactly as long as the target's server, so a tool that
 // watches {{.PID}} sees the in-process server die. It is killed and reaped by stop.
-func standIn(t Target) (stop func(), pid int, err error) {
+func standIn(t Target, rd *RunDir) (stop func(), pid int, err error) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		return nil, 0, fmt.Errorf("sleep not found on PATH: needed for the {{.PID}} stand-in")
@@ -467,6 +482,7 @@ func standIn(t Target) (stop func(), pid int, err error) {
 	if err := cmd.Start(); err != nil {
 		return nil, 0, fmt.Errorf("start the {{.PID}} stand-in: %w", err)
 	}
+	untrack := rd.trackGroup(cmd.Process.Pid)
 	done := make(chan struct{})
 	reaped := make(chan struct{})
 	go func() {
@@ -476,6 +492,7 @@ func standIn(t Target) (stop func(), pid int, err error) {
 		}
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait() // reap at once: a zombie still answers kill(pid, 0)
+		untrack()
 		close(reaped)
 	}()
 	var once sync.Once

@@ -72,6 +72,11 @@ joins the shards' files into the scorecard and reports of the whole matrix. --re
 leaves out what depends on the machine (wall times, the loopback port each run got), so runs
 at --speed 0 compare byte for byte.
 
+Each run keeps its files in a directory under $TMPDIR/incident-replay, locked while it runs,
+with a record of its tools' process groups, /dev/shm objects and containers. A run killed
+before it could clean up (SIGKILL) leaves them there; the next score removes them first and
+prints one line saying what it removed.
+
 Exit status: 0 when every must-pass tool (llmwait) reached each scenario's expected verdict,
 3 when one missed, 1 on other errors.`,
 		Args: cobra.NoArgs,
@@ -127,7 +132,12 @@ func runScore(ctx context.Context, stdout, stderr io.Writer, o scoreOptions) err
 	if err != nil {
 		return err
 	}
-	launcher, cleanup, err := launcherFor(ctx, o, stderr)
+	rundir, err := openRunDir(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer rundir.Close()
+	launcher, cleanup, err := launcherFor(ctx, o, stderr, rundir)
 	if err != nil {
 		return err
 	}
@@ -141,7 +151,7 @@ func runScore(ctx context.Context, stdout, stderr io.Writer, o scoreOptions) err
 		ft = found // S=1 still benefits from the scenario epoch
 	}
 	m := harness.Matrix{
-		Runner:   harness.Runner{Launcher: launcher, Faketime: ft, Speed: o.speed, Expect: harness.DefaultExpect},
+		Runner:   harness.Runner{Launcher: launcher, Faketime: ft, Speed: o.speed, Expect: harness.DefaultExpect, RunDir: rundir},
 		Parallel: o.parallel,
 	}
 	if !o.quiet {
@@ -300,12 +310,29 @@ func loadCases(names []string, seed int64) ([]harness.Case, error) {
 	return cases, errors.Join(errs...)
 }
 
-// launcherFor picks where fake servers run. Containers need the fakesglang image: --image,
-// or built from the module source around the working directory. cleanup sweeps this run's
-// containers, including any an interrupt left behind.
-func launcherFor(ctx context.Context, o scoreOptions, stderr io.Writer) (harness.Launcher, func(), error) {
+// openRunDir first removes what runs killed before they could clean up left behind (their
+// processes, /dev/shm objects, containers and directories), then claims a run directory
+// for this run. A failed sweep is reported and does not stop the run.
+func openRunDir(ctx context.Context, stderr io.Writer) (*harness.RunDir, error) {
+	swept, err := harness.SweepRuns(ctx, "")
+	if line := swept.String(); line != "" {
+		fmt.Fprintln(stderr, "score:", line)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "score: cleaning up after killed runs:", err)
+	}
+	return harness.NewRunDir("")
+}
+
+// launcherFor picks where fake servers run, with each run's files in rundir. Containers need
+// the fakesglang image: --image, or built from the module source around the working
+// directory. cleanup sweeps this run's containers, including any an interrupt left behind.
+func launcherFor(ctx context.Context, o scoreOptions, stderr io.Writer, rundir *harness.RunDir) (harness.Launcher, func(), error) {
 	if !o.container {
-		return harness.InProcess{}, func() {}, nil
+		return harness.InProcess{Dir: rundir.Path()}, func() {}, nil
+	}
+	if err := rundir.TrackContainers(fakeserver.RunID); err != nil {
+		return nil, nil, err
 	}
 	for k, v := range map[string]string{"TESTCONTAINERS_RYUK_DISABLED": "true", "TESTCONTAINERS_HOST_OVERRIDE": "127.0.0.1"} {
 		if os.Getenv(k) == "" {
@@ -334,7 +361,7 @@ func launcherFor(ctx context.Context, o scoreOptions, stderr io.Writer) (harness
 			fmt.Fprintf(stderr, "score: removed %d leftover container(s)\n", n)
 		}
 	}
-	return harness.Container{Image: image}, cleanup, nil
+	return harness.Container{Image: image, Dir: rundir.Path()}, cleanup, nil
 }
 
 // moduleRoot finds the directory holding this project's go.mod above the working directory.
