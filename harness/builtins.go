@@ -93,7 +93,8 @@ while True:
             raise RuntimeError("Server failed to start in time.") from None
 PY`
 
-// fatalLines are what a log-aware testcontainers user adds as permanent errors (§5.2).
+// The log patterns of a log-aware testcontainers user: wait.ForLog on the ready line, with a
+// Submatch that turns a traceback, a CUDA OOM or an NCCL error into a permanent error.
 var (
 	tcLogPattern = regexp.MustCompile(`fired up and ready to roll|Traceback|OutOfMemoryError|NCCL error`)
 	tcFatal      = regexp.MustCompile(`Traceback|OutOfMemoryError|NCCL error`)
