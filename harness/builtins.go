@@ -9,7 +9,7 @@ import (
 // readyLine is the founding loops' success line ("READY after 42x5s").
 var readyLine = regexp.MustCompile(`^READY\b`)
 
-// FoundingLoop1 is incident 1's wait loop exactly as it was run (incidents.md), with only the
+// FoundingLoop1 is incident 1's wait loop exactly as it was run, with only the
 // port templated: 120 probes 5 s apart, `grep -q ok` against SGLang's empty-body 200.
 const FoundingLoop1 = `for i in $(seq 1 120); do
   if curl -s http://localhost:{{.Port}}/health 2>/dev/null | grep -q ok; then
@@ -18,7 +18,7 @@ const FoundingLoop1 = `for i in $(seq 1 120); do
   sleep 5
 done`
 
-// FoundingLoop2 is incident 2's loop as described (incidents.md): 60 iterations of
+// FoundingLoop2 is incident 2's loop as described: 60 iterations of
 // `curl -s .../health | grep -q ok`, `sleep 10` between them, printing `Waiting... ($i)`.
 const FoundingLoop2 = `for i in $(seq 1 60); do
   if curl -s http://localhost:{{.Port}}/health | grep -q ok; then
@@ -64,7 +64,7 @@ PY`
 
 // vllmWaiter re-types vLLM's RemoteOpenAIServer._wait_for_server:
 // GET with no timeout; a 200 ends it; only an exception sleeps 0.5 s, checks the process
-// (a non-zero exit) and the deadline, so a non-200 answer spins without either (P17).
+// (a non-zero exit) and the deadline, so a non-200 answer spins without either.
 const vllmWaiter = `python3 - '{{.URL}}/health' '{{.PID}}' <<'PY'
 import os, sys, time, urllib.error, urllib.request
 
@@ -93,7 +93,8 @@ while True:
             raise RuntimeError("Server failed to start in time.") from None
 PY`
 
-// fatalLines are what a log-aware testcontainers user adds as permanent errors (§5.2).
+// The log patterns of a log-aware testcontainers user: wait.ForLog on the ready line, with a
+// Submatch that turns a traceback, a CUDA OOM or an NCCL error into a permanent error.
 var (
 	tcLogPattern = regexp.MustCompile(`fired up and ready to roll|Traceback|OutOfMemoryError|NCCL error`)
 	tcFatal      = regexp.MustCompile(`Traceback|OutOfMemoryError|NCCL error`)

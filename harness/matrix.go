@@ -47,20 +47,36 @@ func (m Matrix) Run(ctx context.Context, cases []Case, tools []Tool) []Result {
 // RunPairs runs the given pairs (a shard of a matrix, see Pairs) and returns their results
 // in the order given; ctx ending is handled as in Run.
 func (m Matrix) RunPairs(ctx context.Context, pairs []Pair) []Result {
-	type job struct {
-		i    int
-		c    Case
-		t    Tool
-		cost time.Duration
-	}
-	var shell, goJobs []job
+	shell, goJobs := m.plan(pairs)
+	par, goPar := m.parallel(len(goJobs))
+	f := &feeder{m: m, total: len(shell) + len(goJobs), start: time.Now()}
+	f.results = make([]Result, f.total)
+	// One feeder per pool, so a full shell pool never holds back the Go pairs.
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); f.feed(ctx, shell, par) }()
+	go func() { defer wg.Done(); f.feed(ctx, goJobs, goPar) }()
+	wg.Wait()
+	return f.results
+}
+
+// pairJob is one pair to run: its place in the results and its expected wall time.
+type pairJob struct {
+	i    int
+	c    Case
+	t    Tool
+	cost time.Duration
+}
+
+// plan splits the pairs into shell and Go jobs, each longest first.
+func (m Matrix) plan(pairs []Pair) (shell, goJobs []pairJob) {
 	for i, p := range pairs {
 		c, t := p.Case, p.Tool
 		cost := expectedWall(c, t)
 		if !t.Unscaled && m.Runner.Speed > 0 {
 			cost = time.Duration(float64(cost) / m.Runner.Speed)
 		}
-		j := job{i: i, c: c, t: t, cost: cost}
+		j := pairJob{i: i, c: c, t: t, cost: cost}
 		if t.Wait == nil {
 			shell = append(shell, j)
 		} else {
@@ -68,11 +84,15 @@ func (m Matrix) RunPairs(ctx context.Context, pairs []Pair) []Result {
 		}
 	}
 	// Longest first: the matrix ends when its slowest pair does, so start those early.
-	longest := func(a, b job) int { return int(b.cost - a.cost) }
+	longest := func(a, b pairJob) int { return int(b.cost - a.cost) }
 	slices.SortStableFunc(shell, longest)
 	slices.SortStableFunc(goJobs, longest)
+	return shell, goJobs
+}
 
-	par, goPar := m.Parallel, m.GoParallel
+// parallel is how many shell and how many of the goJobs Go pairs run at once.
+func (m Matrix) parallel(goJobs int) (par, goPar int) {
+	par, goPar = m.Parallel, m.GoParallel
 	if par <= 0 {
 		par = DefaultParallel()
 		if m.Runner.Speed == Virtual {
@@ -80,53 +100,52 @@ func (m Matrix) RunPairs(ctx context.Context, pairs []Pair) []Result {
 		}
 	}
 	if goPar <= 0 {
-		goPar = max(len(goJobs), 1)
+		goPar = max(goJobs, 1)
 	}
-	total := len(shell) + len(goJobs)
-	results := make([]Result, total)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		done int
-	)
-	start := time.Now()
-	// One feeder per pool, so a full shell pool never holds back the Go pairs.
-	feed := func(jobs []job, limit int) {
-		defer wg.Done()
-		sem := make(chan struct{}, limit)
-		var pool sync.WaitGroup
-		defer pool.Wait()
-		for _, j := range jobs {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-			}
-			if ctx.Err() != nil {
-				mu.Lock()
-				results[j.i] = Result{Scenario: j.c.Name, Tool: j.t.Name, Err: ctx.Err(), MustPass: j.t.MustPass}
-				mu.Unlock()
-				continue
-			}
-			pool.Add(1)
-			go func(j job) {
-				defer pool.Done()
-				defer func() { <-sem }()
-				r := m.Runner.Run(ctx, j.c, j.t)
-				mu.Lock()
-				defer mu.Unlock()
-				results[j.i] = r
-				done++
-				if m.Progress != nil {
-					fmt.Fprintf(m.Progress, "[%3d/%d %5.1fs] %-28s %-16s %s\n", done, total, time.Since(start).Seconds(), r.Scenario, r.Tool, progressWord(r))
-				}
-			}(j)
+	return par, goPar
+}
+
+// feeder runs jobs into the results, reporting each finished pair.
+type feeder struct {
+	m     Matrix
+	total int
+	start time.Time
+
+	mu      sync.Mutex
+	results []Result
+	done    int
+}
+
+// feed runs jobs at most limit at a time; jobs not started when ctx ends get ctx's error.
+func (f *feeder) feed(ctx context.Context, jobs []pairJob, limit int) {
+	sem := make(chan struct{}, limit)
+	var pool sync.WaitGroup
+	defer pool.Wait()
+	for _, j := range jobs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
 		}
+		if ctx.Err() != nil {
+			f.mu.Lock()
+			f.results[j.i] = Result{Scenario: j.c.Name, Tool: j.t.Name, Err: ctx.Err(), MustPass: j.t.MustPass}
+			f.mu.Unlock()
+			continue
+		}
+		pool.Add(1)
+		go func(j pairJob) {
+			defer pool.Done()
+			defer func() { <-sem }()
+			r := f.m.Runner.Run(ctx, j.c, j.t)
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			f.results[j.i] = r
+			f.done++
+			if f.m.Progress != nil {
+				fmt.Fprintf(f.m.Progress, "[%3d/%d %5.1fs] %-28s %-16s %s\n", f.done, f.total, time.Since(f.start).Seconds(), r.Scenario, r.Tool, progressWord(r))
+			}
+		}(j)
 	}
-	wg.Add(2)
-	go feed(shell, par)
-	go feed(goJobs, goPar)
-	wg.Wait()
-	return results
 }
 
 // expectedWall estimates a pair's scenario-time run length, to start the longest first. A

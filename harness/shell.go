@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jonboulle/clockwork"
+
 	"github.com/incident-replay/incident-replay/internal/proc"
 	"github.com/incident-replay/incident-replay/replay"
 )
@@ -230,51 +232,25 @@ func (r shellRun) run(ctx context.Context) (Claim, error) {
 
 // runScript runs the rendered script under bash (and faketime) in its own process group.
 func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		return Claim{}, fmt.Errorf("bash not found on PATH: shell tools need it")
-	}
-	vs, err := newVirtualShell(ctx, r.clock)
+	argv, env, vs, err := r.command(ctx, script)
 	if err != nil {
 		return Claim{}, err
 	}
-	var argv []string
-	env := r.env
 	if vs != nil {
-		// On virtual time every process of the tool reads the clock from the page: no
-		// faketime, and a plain sleep costs nothing, so no builtin sleep either.
 		defer r.rundir.trackShm(vs.page.Path())()
 		defer vs.close()
-		argv = []string{bash, "-c", script}
-		env = append(append([]string(nil), r.env...), vs.env()...)
-	} else if argv, err = r.faketime.wrap(r.clock, bash, sleepPrelude()+script); err != nil {
-		return Claim{}, err
 	}
-
-	pr, pw, err := os.Pipe()
+	cmd, pr, err := r.start(argv, env)
 	if err != nil {
 		return Claim{}, err
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = env
-	cmd.Stdin = nil
-	cmd.Stdout, cmd.Stderr = pw, pw
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		pr.Close()
-		pw.Close()
-		return Claim{}, fmt.Errorf("tool %s: start: %w", r.tool.Name, err)
-	}
-	pw.Close()
-	pgid := cmd.Process.Pid
-	untrack := r.rundir.trackGroup(pgid)
-	recorded := func() {}
-	var wallCap <-chan time.Time
+	g := toolGroup{pgid: cmd.Process.Pid, recorded: func() {}}
+	untrack := r.rundir.trackGroup(g.pgid)
 	if vs != nil {
-		detach, done := vs.attach(pgid, pr)
+		detach, done := vs.attach(g.pgid, pr)
 		defer detach()
-		recorded = done
-		wallCap = time.After(virtualWallLimit)
+		g.recorded = done
+		g.wallCap = time.After(virtualWallLimit)
 	}
 	if r.started != nil {
 		r.started()
@@ -282,51 +258,87 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	// Shell tools are niced: their process start-ups are what saturates the cores, and the
 	// fake servers and Go tools in this process must keep their timing (a late answer from
 	// the server would change every tool's verdict). Children inherit the niceness.
-	_ = syscall.Setpriority(syscall.PRIO_PGRP, pgid, shellNice)
-	killGroup := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
+	_ = syscall.Setpriority(syscall.PRIO_PGRP, g.pgid, shellNice)
 
-	// Lines are stamped on the run's clock as they arrive.
-	type line struct {
-		text string
-		at   time.Time
-	}
-	var (
-		mu       sync.Mutex
-		readyAt  time.Time
-		lastLine string
-	)
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 0, 4096), 1<<20)
-		for sc.Scan() {
-			l := line{text: sc.Text(), at: r.clock.Now()}
-			if r.output != nil {
-				fmt.Fprintln(r.output, l.text)
-			}
-			mu.Lock()
-			if strings.TrimSpace(l.text) != "" {
-				lastLine = l.text
-			}
-			if r.tool.ReadyLine != nil && readyAt.IsZero() && r.tool.ReadyLine.MatchString(l.text) {
-				readyAt = l.at
-			}
-			mu.Unlock()
-		}
-		pr.Close()
-	}()
-
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	out := r.scanOutput(pr)
+	g.exited = make(chan error, 1)
+	go func() { g.exited <- cmd.Wait() }()
 	limit := r.clock.NewTimer(r.limit)
 	defer limit.Stop()
+	claim, hung, ctxErr := r.await(ctx, cmd, g, limit)
+	// Background children (a `sleep`, a curl) must not outlive the tool or hold the pipe.
+	g.kill()
+	out.drain()
+	r.faketime.release(g.pgid)
+	untrack()
+	if ctxErr != nil {
+		return Claim{}, ctxErr
+	}
+	lastLine, lineAt := out.result()
+	claim.Detail = lastLine
+	if hung {
+		return claim, nil
+	}
+	return r.tool.Claim.judge(claim, lineAt), nil
+}
 
-	var (
-		claim  Claim
-		hung   bool
-		ctxErr error
-	)
+// command is the argv and environment the script runs with, and the virtual shell that puts
+// it on a virtual clock (nil on any other clock; the caller closes it).
+func (r shellRun) command(ctx context.Context, script string) (argv, env []string, vs *virtualShell, err error) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("bash not found on PATH: shell tools need it")
+	}
+	vs, err = newVirtualShell(ctx, r.clock)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if vs != nil {
+		// On virtual time every process of the tool reads the clock from the page: no
+		// faketime, and a plain sleep costs nothing, so no builtin sleep either.
+		argv = []string{bash, "-c", script}
+		env = append(append([]string(nil), r.env...), vs.env()...)
+		return argv, env, vs, nil
+	}
+	if argv, err = r.faketime.wrap(r.clock, bash, sleepPrelude()+script); err != nil {
+		return nil, nil, nil, err
+	}
+	return argv, r.env, nil, nil
+}
+
+// start starts argv as the leader of a new process group whose combined output is pr.
+func (r shellRun) start(argv, env []string) (cmd *exec.Cmd, pr *os.File, err error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd = exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.Stdin = nil
+	cmd.Stdout, cmd.Stderr = pw, pw
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, nil, fmt.Errorf("tool %s: start: %w", r.tool.Name, err)
+	}
+	pw.Close()
+	return cmd, pr, nil
+}
+
+// toolGroup is a started tool's process group and what the harness waits on.
+type toolGroup struct {
+	pgid     int
+	exited   chan error       // the leader's Wait
+	recorded func()           // the harness has recorded when the tool ended
+	wallCap  <-chan time.Time // on virtual time: the wall-time bound; nil otherwise
+}
+
+func (g toolGroup) kill() { _ = syscall.Kill(-g.pgid, syscall.SIGKILL) }
+
+// await waits until the tool exits, hangs, or ctx ends, and returns what it claimed so far
+// (the exit status and when), whether it was killed as hung, and ctx's error if ctx ended.
+func (r shellRun) await(ctx context.Context, cmd *exec.Cmd, g toolGroup, limit clockwork.Timer) (claim Claim, hung bool, ctxErr error) {
 	// At the limit, a tool whose process group still makes progress (a count-bound loop
 	// slowed down by faketime's per-process cost on a busy machine) gets more time, up to
 	// MaxExtension times the limit; one blocked in a single call (curl without --max-time on
@@ -338,24 +350,22 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	deadline := r.clock.Now().Add(time.Duration(MaxExtension * float64(r.limit)))
 	// stopHung kills a tool that will not return and records when.
 	stopHung := func() Claim {
-		killGroup()
-		<-exited
-		recorded()
+		g.kill()
+		<-g.exited
+		g.recorded()
 		return Claim{Outcome: NoClaim, At: r.clock.Now(), ExitCode: -1}
 	}
-wait:
 	for {
 		select {
-		case <-exited:
+		case <-g.exited:
 			claim.At = r.clock.Now()
-			recorded()
+			g.recorded()
 			claim.ExitCode = cmd.ProcessState.ExitCode()
-			break wait
-		case <-wallCap: // busy without ever waiting: virtual time cannot reach the limit
-			claim, hung = stopHung(), true
-			break wait
+			return claim, false, nil
+		case <-g.wallCap: // busy without ever waiting: virtual time cannot reach the limit
+			return stopHung(), true, nil
 		case <-limit.Chan():
-			now := scanGroup(pgid)
+			now := scanGroup(g.pgid)
 			if seen != nil && !now.progressed(*seen) {
 				still++
 			} else {
@@ -368,40 +378,82 @@ wait:
 				limit.Reset(min(max(r.tool.Interval*4, 30*time.Second), r.limit/4))
 				continue
 			}
-			claim, hung = stopHung(), true
-			break wait
+			return stopHung(), true, nil
 		case <-ctx.Done():
-			killGroup()
-			<-exited
-			recorded()
-			ctxErr = ctx.Err()
-			break wait
+			g.kill()
+			<-g.exited
+			g.recorded()
+			return claim, false, ctx.Err()
 		}
 	}
-	// Background children (a `sleep`, a curl) must not outlive the tool or hold the pipe.
-	killGroup()
+}
+
+// toolOutput follows a tool's combined output; lines are stamped on the run's clock as they
+// arrive.
+type toolOutput struct {
+	pr      *os.File
+	scanned chan struct{}
+
+	mu       sync.Mutex
+	readyAt  time.Time
+	lastLine string
+}
+
+// scanOutput reads pr until it ends, copying to r.output and noting the last non-blank line
+// and when the first ReadyLine match came.
+func (r shellRun) scanOutput(pr *os.File) *toolOutput {
+	type line struct {
+		text string
+		at   time.Time
+	}
+	o := &toolOutput{pr: pr, scanned: make(chan struct{})}
+	go func() {
+		defer close(o.scanned)
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 0, 4096), 1<<20)
+		for sc.Scan() {
+			l := line{text: sc.Text(), at: r.clock.Now()}
+			if r.output != nil {
+				fmt.Fprintln(r.output, l.text)
+			}
+			o.mu.Lock()
+			if strings.TrimSpace(l.text) != "" {
+				o.lastLine = l.text
+			}
+			if r.tool.ReadyLine != nil && o.readyAt.IsZero() && r.tool.ReadyLine.MatchString(l.text) {
+				o.readyAt = l.at
+			}
+			o.mu.Unlock()
+		}
+		pr.Close()
+	}()
+	return o
+}
+
+// drain waits for the reader to finish once the tool's group is killed.
+func (o *toolOutput) drain() {
 	// A process that left the group (setsid) can still hold the pipe's write end; stop
 	// reading after a grace period instead of waiting for it.
 	select {
-	case <-scanned:
+	case <-o.scanned:
 	case <-time.After(pipeGrace):
-		pr.Close()
-		<-scanned
+		o.pr.Close()
+		<-o.scanned
 	}
-	r.faketime.release(pgid)
-	untrack()
-	if ctxErr != nil {
-		return Claim{}, ctxErr
-	}
-	mu.Lock()
-	claim.Detail = lastLine
-	lineAt := readyAt
-	mu.Unlock()
-	if hung {
-		return claim, nil
-	}
+}
+
+// result is the last non-blank line and when ReadyLine first matched (zero if never).
+func (o *toolOutput) result() (lastLine string, readyAt time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.lastLine, o.readyAt
+}
+
+// judge turns a tool that returned by itself (claim holds its exit code) into its claim
+// under rule; lineAt is when its ready line came (zero if never).
+func (rule ClaimRule) judge(claim Claim, lineAt time.Time) Claim {
 	ok := claim.ExitCode == 0
-	switch r.tool.Claim {
+	switch rule {
 	case ByExit:
 		claim.Outcome = outcomeOf(ok)
 	case ByLine:
@@ -412,7 +464,7 @@ wait:
 	case ByBoth:
 		claim.Outcome = outcomeOf(ok && !lineAt.IsZero())
 	}
-	return claim, nil
+	return claim
 }
 
 func outcomeOf(ready bool) Outcome {

@@ -12,7 +12,7 @@ import (
 
 // portFindings bind-tests the port on both loopbacks (and the server's own bind address): a
 // port held by an old server makes the new one die with Errno 98 after minutes of loading,
-// while the old one answers every probe (P14).
+// while the old one answers every probe.
 func portFindings(host string, port int, procRoot string) []Finding {
 	addrs := []string{"127.0.0.1", "::1"}
 	if host != "" && !slices.Contains(addrs, host) && net.ParseIP(host) != nil {
@@ -53,7 +53,7 @@ func portFindings(host string, port int, procRoot string) []Finding {
 var mustBypass = []string{"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
 // proxyFinding warns when a proxy variable would catch the server's loopback warmup request:
-// SGLang's warmup uses Python requests, gets a 502/403 from the proxy, and kills itself (P11).
+// SGLang's warmup uses Python requests, gets a 502/403 from the proxy, and kills itself.
 func proxyFinding(env []string, host string) (Finding, bool) {
 	proxy, missing := proxyGaps(env, host)
 	if proxy == "" || len(missing) == 0 {

@@ -43,7 +43,7 @@ type prober struct {
 
 func newProber(spec *Spec, base *url.URL) *prober {
 	tr := &http.Transport{
-		Proxy:             nil, // proxies that catch loopback turn a healthy server into 502/403 (P11)
+		Proxy:             nil, // proxies that catch loopback turn a healthy server into 502/403
 		DisableKeepAlives: true,
 		TLSClientConfig:   spec.TLS,
 		// On a virtual clock the round's task is idle while its request is on the wire.
@@ -56,7 +56,7 @@ func newProber(spec *Spec, base *url.URL) *prober {
 		base: base, clock: spec.Clock, spec: spec,
 		client: &http.Client{
 			Transport: tr,
-			// A redirect from /health is a landing or login page, never readiness (P13).
+			// A redirect from /health is a landing or login page, never readiness.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	}
@@ -100,7 +100,7 @@ type errRequestTimeout struct{ d time.Duration }
 func (e errRequestTimeout) Error() string { return "no answer within " + e.d.String() }
 
 // do sends one request built fresh for this attempt (a reused body reader is empty on the
-// second try, P18) and reads the whole body exactly once (P19).
+// second try) and reads the whole body exactly once.
 func (p *prober) do(ctx context.Context, method, path string, body []byte, limit time.Duration) (int, []byte, time.Duration, error) {
 	ctx, cancel := p.withTimeout(ctx, limit)
 	defer cancel()

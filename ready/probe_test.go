@@ -181,7 +181,7 @@ func TestProbeRetrySendsTheBodyAgain(t *testing.T) {
 	}
 	for i, m := range rc.methods {
 		if m == "POST /generate" && !strings.Contains(rc.bodies[i], "max_new_tokens") {
-			t.Errorf("request %d %s had body %q: the body must be rebuilt per attempt (P18)", i, m, rc.bodies[i])
+			t.Errorf("request %d %s had body %q: the body must be rebuilt per attempt", i, m, rc.bodies[i])
 		}
 	}
 }

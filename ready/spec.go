@@ -56,7 +56,7 @@ type LineParser interface {
 type Spec struct {
 	// Endpoint is the server's base URL, e.g. http://127.0.0.1:30000. The host must be an IP
 	// literal or "localhost" (rewritten to 127.0.0.1): dual-stack names and 0.0.0.0 as a client
-	// target are how waiters end up probing the wrong socket (P12, P11).
+	// target are how waiters end up probing the wrong socket.
 	Endpoint string
 	// Clock drives every timer; default the real clock. Tests pass a fake, the harness a
 	// scaled clock so scenario time runs S× faster.
@@ -89,7 +89,8 @@ type Spec struct {
 	Observe func(Progress)
 }
 
-// Identity says how to prove the listener is the server we launched (P14 stale listeners).
+// Identity says how to prove the listener is the server we launched, not a stale one still
+// answering on the port.
 type Identity struct {
 	// PID: every listener on the port must belong to this process or its descendants.
 	PID int
@@ -107,7 +108,7 @@ func (s *Spec) stallBudget(p Phase) time.Duration {
 }
 
 // MinRequestTimeout is the floor for any probe request: SGLang's /health sleeps 1 s before
-// answering and takes 20 s+ under load, so sub-second timeouts never pass (P5).
+// answering and takes 20 s+ under load, so sub-second timeouts never pass.
 const MinRequestTimeout = 5 * time.Second
 
 // withDefaults validates the spec and fills defaults; the returned copy is what Wait uses.
@@ -177,7 +178,7 @@ func parseEndpoint(raw string) (*url.URL, error) {
 	host := u.Hostname()
 	switch {
 	case host == "localhost":
-		// localhost may resolve to ::1 first while the server bound 127.0.0.1 only (P12).
+		// localhost may resolve to ::1 first while the server bound 127.0.0.1 only.
 		u.Host = net.JoinHostPort("127.0.0.1", u.Port())
 	case host == "0.0.0.0" || host == "::":
 		return nil, fmt.Errorf("endpoint %q: %s is a bind address, not a destination; use 127.0.0.1 (or ::1)", raw, host)

@@ -30,7 +30,7 @@ func (s *Strategy) WaitUntilReady(ctx context.Context, target tcwait.StrategyTar
 		return fmt.Errorf("llmwait: container host: %w", err)
 	}
 	if host == "localhost" {
-		host = "127.0.0.1" // the IPv6 mapping may belong to another container (P12)
+		host = "127.0.0.1" // the IPv6 mapping may belong to another container
 	}
 	mp, err := target.MappedPort(ctx, s.Port)
 	if err != nil {

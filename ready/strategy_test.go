@@ -50,7 +50,7 @@ func (p *procTarget) CopyFileFromContainer(context.Context, string) (io.ReadClos
 }
 
 func TestStrategy(t *testing.T) {
-	// /health takes 1.2 s: testcontainers' ForHTTP (1 s client timeout) never passes this (P5).
+	// /health takes 1.2 s: testcontainers' ForHTTP (1 s client timeout) never passes this.
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(1200 * time.Millisecond)
 		w.WriteHeader(200)

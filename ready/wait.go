@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/url"
 	"time"
+
+	"github.com/jonboulle/clockwork"
 
 	"github.com/incident-replay/incident-replay/vtime"
 )
@@ -16,206 +19,279 @@ import (
 func Wait(ctx context.Context, spec Spec) (Report, error) {
 	s, base, err := spec.withDefaults()
 	if err != nil {
-		rep := Report{Code: CodeInternal, Cause: "invalid spec: " + err.Error()}
-		if t, ok := spec.Process.(Terminator); ok { // a launched server must not outlive a bad spec
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if terr := t.Terminate(ctx); terr != nil {
-				rep.Notes = append(rep.Notes, terr.Error())
-			}
-		}
-		return rep, &Error{Code: CodeInternal, Cause: rep.Cause}
+		return rejectSpec(spec, err)
 	}
 	if s.Log != nil && s.Parser == nil {
 		s.Parser = NewSGLangParser()
 	}
-	clock := s.Clock
-	start := clock.Now()
-	m := newMachine(&s, start)
-	p := newProber(&s, base)
-	emit := func(ev Progress) {
-		if s.Observe != nil {
-			ev.T = clock.Since(start).Seconds()
-			s.Observe(ev)
-		}
-	}
-
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// The caller's task on a virtual clock (nil otherwise): the loop below is idle only
-	// while it waits, and whoever hands it work wakes it first.
-	loopTask := vtime.TaskFrom(ctx)
-	if loopTask == nil {
-		loopTask = vtime.NewTask(clock)
-		defer loopTask.End()
+	w := newWaiter(ctx, &s, base)
+	if w.ownTask {
+		defer w.loopTask.End()
 	}
-
-	var logCh chan logLine
-	logDone := make(chan error, 1)
-	if s.Log != nil {
-		m.lastProgress = start // a server that prints nothing at all is stalled in "starting"
-		logCh = make(chan logLine, 256)
-		// On a virtual clock the watcher is a task of its own that wakes the loop's task
-		// before it hands over a line.
-		wt := vtime.NewTask(clock)
-		go func() {
-			defer wt.End()
-			wctx := vtime.WithTask(ctx, wt)
-			err := watchLog(wctx, idleReader{s.Log, wt}, s.Parser, logCh, loopTask)
-			loopTask.Wake()
-			logDone <- err
-		}()
-	}
-	var procDone <-chan struct{}
+	w.watchLog()
 	if s.Process != nil {
-		procDone = s.Process.Done()
+		w.procDone = s.Process.Done()
 	}
+	w.syncer, _ = s.Log.(Syncer)
+	w.timer = w.clock.NewTimer(0)
+	defer w.timer.Stop()
+	for !w.m.d.done {
+		w.schedule()
+		w.handle(w.await())
+	}
+	return w.report()
+}
 
-	roundCh := make(chan round, 1)
-	inFlight := false
+// rejectSpec reports a spec Wait cannot use.
+func rejectSpec(spec Spec, err error) (Report, error) {
+	rep := Report{Code: CodeInternal, Cause: "invalid spec: " + err.Error()}
+	if t, ok := spec.Process.(Terminator); ok { // a launched server must not outlive a bad spec
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if terr := t.Terminate(ctx); terr != nil {
+			rep.Notes = append(rep.Notes, terr.Error())
+		}
+	}
+	return rep, &Error{Code: CodeInternal, Cause: rep.Cause}
+}
+
+// waiter is one Wait: the state machine, the prober and what its loop waits on.
+type waiter struct {
+	ctx   context.Context
+	s     *Spec
+	base  *url.URL
+	clock clockwork.Clock
+	start time.Time
+	m     *machine
+	p     *prober
+
+	// The caller's task on a virtual clock (nil otherwise): the loop is idle only while it
+	// waits (await), and whoever hands it work wakes it first.
+	loopTask *vtime.Task
+	ownTask  bool // loopTask was begun here and ends with Wait
+
+	logCh    chan logLine
+	logDone  chan error
+	procDone <-chan struct{}
+
+	roundCh  chan round
+	inFlight bool
 	// A healthy round waiting for the log to be read up to the moment it ended (see Syncer).
-	syncer, _ := s.Log.(Syncer)
-	var (
-		held   round
-		synced <-chan struct{}
-	)
-	nextProbe := start
-	lastRound := roundKind(255)
-	timer := clock.NewTimer(0)
-	defer timer.Stop()
+	syncer    Syncer
+	held      round
+	synced    <-chan struct{}
+	nextProbe time.Time
+	lastRound roundKind
+	timer     clockwork.Timer
+}
 
-	startRound := func() {
-		inFlight = true
-		p.logKey = m.logAPIKey // no round in flight: the prober is not running
-		rt := vtime.NewTask(clock)
-		go func() {
-			defer rt.End()
-			r := p.run(vtime.WithTask(ctx, rt))
-			loopTask.Wake()
-			roundCh <- r
-		}()
+func newWaiter(ctx context.Context, s *Spec, base *url.URL) *waiter {
+	clock := s.Clock
+	start := clock.Now()
+	w := &waiter{
+		ctx: ctx, s: s, base: base, clock: clock, start: start,
+		m: newMachine(s, start), p: newProber(s, base),
+		logDone: make(chan error, 1), roundCh: make(chan round, 1),
+		nextProbe: start, lastRound: roundKind(255),
 	}
-	progress := func(prevPhase Phase, prevPct int) {
-		if m.phase != prevPhase {
-			emit(Progress{Event: "phase", Phase: m.phase, Pct: pctPtr(m.pct)})
-		} else if m.pct != prevPct && m.pct >= 0 {
-			emit(Progress{Event: "progress", Phase: m.phase, Pct: pctPtr(m.pct)})
-		}
+	w.loopTask = vtime.TaskFrom(ctx)
+	if w.loopTask == nil {
+		w.loopTask = vtime.NewTask(clock)
+		w.ownTask = true
 	}
+	return w
+}
 
-	judge := func(r round, at time.Time) {
-		inFlight = false
-		pp, pc := m.phase, m.pct
-		_, again := m.onRound(r, at)
-		progress(pp, pc)
-		if r.kind != lastRound || r.kind == roundOK {
-			emit(Progress{Event: "probe", Phase: m.phase, Message: r.detail})
-			lastRound = r.kind
-		}
-		nextProbe = at.Add(s.Interval)
-		if again {
-			nextProbe = clock.Now()
-		}
+func (w *waiter) emit(ev Progress) {
+	if w.s.Observe != nil {
+		ev.T = w.clock.Since(w.start).Seconds()
+		w.s.Observe(ev)
 	}
+}
 
-	for !m.d.done {
-		now := clock.Now()
-		if !inFlight && !now.Before(nextProbe) {
-			startRound()
-		}
-		wake := m.nextWake()
-		if !inFlight && nextProbe.Before(wake) {
-			wake = nextProbe
-		}
-		timer.Reset(max(clock.Until(wake), 0))
-
-		// Idle while nothing has arrived: on a virtual clock, time may move only then.
-		var (
-			ev   waitEvent
-			l    logLine
-			lerr error
-			r    round
-		)
-		loopTask.Idle(func() {
-			select {
-			case <-ctx.Done():
-				ev = evCtx
-			case l = <-logCh:
-				ev = evLine
-			case lerr = <-logDone:
-				ev = evLogEnd
-			case <-procDone:
-				ev = evExit
-			case r = <-roundCh:
-				ev = evRound
-			case <-synced:
-				ev = evSynced
-			case <-timer.Chan():
-				ev = evTick
-			}
-		})
-		switch ev {
-		case evCtx:
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				m.finish(CodeTimeout, "caller's deadline passed in phase "+m.phase.String())
-			} else {
-				m.finish(CodeInternal, "cancelled in phase "+m.phase.String())
-			}
-		case evLine:
-			pp, pc, armed := m.phase, m.pct, m.fatalLine
-			if m.onLine(l.ev, l.raw, clock.Now()) && !inFlight {
-				nextProbe = clock.Now()
-			}
-			progress(pp, pc)
-			if m.fatalLine != armed && m.fatalLine != "" {
-				emit(Progress{Event: "fatal", Phase: m.phase, Message: "fatal line (confirming): " + m.fatalLine})
-			}
-		case evLogEnd:
-			logCh, logDone = drain(logCh, m, clock.Now()), nil
-			if synced != nil { // the log ended: nothing more will come before the round
-				synced = nil
-				judge(held, clock.Now())
-			}
-			if lerr != nil {
-				m.notes = append(m.notes, "log stream failed: "+lerr.Error())
-			}
-			m.logEnded(clock.Now())
-		case evExit:
-			procDone = nil
-			// The lines it printed on the way out are the cause: let them arrive first.
-			drainNow(logCh, m, clock.Now())
-			m.onExitPending(s.Process.Status(), clock.Now())
-			if logDone == nil {
-				m.logEnded(clock.Now())
-			}
-		case evRound:
-			if r.kind == roundOK && syncer != nil && logCh != nil && !m.logReady {
-				held, synced = r, syncer.Sync()
-				continue
-			}
-			judge(r, clock.Now())
-		case evSynced:
-			synced = nil
-			drainNow(logCh, m, clock.Now())
-			judge(held, clock.Now())
-		case evTick:
-			m.onTick(clock.Now())
-		}
+// watchLog starts the log watcher, when the spec has a log.
+func (w *waiter) watchLog() {
+	if w.s.Log == nil {
+		return
 	}
+	w.m.lastProgress = w.start // a server that prints nothing at all is stalled in "starting"
+	w.logCh = make(chan logLine, 256)
+	// On a virtual clock the watcher is a task of its own that wakes the loop's task
+	// before it hands over a line.
+	wt := vtime.NewTask(w.clock)
+	logCh, logDone := w.logCh, w.logDone // the loop drops its copies once the log ends
+	go func() {
+		defer wt.End()
+		wctx := vtime.WithTask(w.ctx, wt)
+		err := watchLog(wctx, idleReader{w.s.Log, wt}, w.s.Parser, logCh, w.loopTask)
+		w.loopTask.Wake()
+		logDone <- err
+	}()
+}
 
+func (w *waiter) startRound() {
+	w.inFlight = true
+	w.p.logKey = w.m.logAPIKey // no round in flight: the prober is not running
+	rt := vtime.NewTask(w.clock)
+	go func() {
+		defer rt.End()
+		r := w.p.run(vtime.WithTask(w.ctx, rt))
+		w.loopTask.Wake()
+		w.roundCh <- r
+	}()
+}
+
+// progress emits a phase or percent change since prevPhase and prevPct.
+func (w *waiter) progress(prevPhase Phase, prevPct int) {
+	m := w.m
+	if m.phase != prevPhase {
+		w.emit(Progress{Event: "phase", Phase: m.phase, Pct: pctPtr(m.pct)})
+	} else if m.pct != prevPct && m.pct >= 0 {
+		w.emit(Progress{Event: "progress", Phase: m.phase, Pct: pctPtr(m.pct)})
+	}
+}
+
+// judge hands a finished round to the machine and schedules the next one.
+func (w *waiter) judge(r round, at time.Time) {
+	w.inFlight = false
+	pp, pc := w.m.phase, w.m.pct
+	_, again := w.m.onRound(r, at)
+	w.progress(pp, pc)
+	if r.kind != w.lastRound || r.kind == roundOK {
+		w.emit(Progress{Event: "probe", Phase: w.m.phase, Message: r.detail})
+		w.lastRound = r.kind
+	}
+	w.nextProbe = at.Add(w.s.Interval)
+	if again {
+		w.nextProbe = w.clock.Now()
+	}
+}
+
+// schedule starts a round when one is due and sets the timer to the next thing due.
+func (w *waiter) schedule() {
+	now := w.clock.Now()
+	if !w.inFlight && !now.Before(w.nextProbe) {
+		w.startRound()
+	}
+	wake := w.m.nextWake()
+	if !w.inFlight && w.nextProbe.Before(wake) {
+		wake = w.nextProbe
+	}
+	w.timer.Reset(max(w.clock.Until(wake), 0))
+}
+
+// arrival is what ended one wait of the loop, with what came with it.
+type arrival struct {
+	ev   waitEvent
+	line logLine // evLine
+	err  error   // evLogEnd: the watcher's
+	r    round   // evRound
+}
+
+// await blocks until something arrives.
+func (w *waiter) await() arrival {
+	// Idle while nothing has arrived: on a virtual clock, time may move only then.
+	var a arrival
+	w.loopTask.Idle(func() {
+		select {
+		case <-w.ctx.Done():
+			a.ev = evCtx
+		case a.line = <-w.logCh:
+			a.ev = evLine
+		case a.err = <-w.logDone:
+			a.ev = evLogEnd
+		case <-w.procDone:
+			a.ev = evExit
+		case a.r = <-w.roundCh:
+			a.ev = evRound
+		case <-w.synced:
+			a.ev = evSynced
+		case <-w.timer.Chan():
+			a.ev = evTick
+		}
+	})
+	return a
+}
+
+func (w *waiter) handle(a arrival) {
+	m, now := w.m, w.clock.Now
+	switch a.ev {
+	case evCtx:
+		if errors.Is(w.ctx.Err(), context.DeadlineExceeded) {
+			m.finish(CodeTimeout, "caller's deadline passed in phase "+m.phase.String())
+		} else {
+			m.finish(CodeInternal, "cancelled in phase "+m.phase.String())
+		}
+	case evLine:
+		w.onLine(a.line)
+	case evLogEnd:
+		w.onLogEnd(a.err)
+	case evExit:
+		w.procDone = nil
+		// The lines it printed on the way out are the cause: let them arrive first.
+		drainNow(w.logCh, m, now())
+		m.onExitPending(w.s.Process.Status(), now())
+		if w.logDone == nil {
+			m.logEnded(now())
+		}
+	case evRound:
+		if a.r.kind == roundOK && w.syncer != nil && w.logCh != nil && !m.logReady {
+			w.held, w.synced = a.r, w.syncer.Sync()
+			return
+		}
+		w.judge(a.r, now())
+	case evSynced:
+		w.synced = nil
+		drainNow(w.logCh, m, now())
+		w.judge(w.held, now())
+	case evTick:
+		m.onTick(now())
+	}
+}
+
+func (w *waiter) onLine(l logLine) {
+	m := w.m
+	pp, pc, armed := m.phase, m.pct, m.fatalLine
+	if m.onLine(l.ev, l.raw, w.clock.Now()) && !w.inFlight {
+		w.nextProbe = w.clock.Now()
+	}
+	w.progress(pp, pc)
+	if m.fatalLine != armed && m.fatalLine != "" {
+		w.emit(Progress{Event: "fatal", Phase: m.phase, Message: "fatal line (confirming): " + m.fatalLine})
+	}
+}
+
+func (w *waiter) onLogEnd(lerr error) {
+	m := w.m
+	w.logCh, w.logDone = drain(w.logCh, m, w.clock.Now()), nil
+	if w.synced != nil { // the log ended: nothing more will come before the round
+		w.synced = nil
+		w.judge(w.held, w.clock.Now())
+	}
+	if lerr != nil {
+		m.notes = append(m.notes, "log stream failed: "+lerr.Error())
+	}
+	m.logEnded(w.clock.Now())
+}
+
+// report ends the wait: it stops a launch that did not become ready and emits the verdict.
+func (w *waiter) report() (Report, error) {
+	m, s := w.m, w.s
 	rep := Report{
-		Code: m.d.code, Cause: m.d.cause, Elapsed: clock.Since(start), Phase: m.phase, Percent: m.pct,
-		Exit: m.exit, Fatal: m.fatalLine, Lines: m.tail, Probes: p.requests, Notes: append(m.notes, p.notes...),
+		Code: m.d.code, Cause: m.d.cause, Elapsed: w.clock.Since(w.start), Phase: m.phase, Percent: m.pct,
+		Exit: m.exit, Fatal: m.fatalLine, Lines: m.tail, Probes: w.p.requests, Notes: append(m.notes, w.p.notes...),
 	}
 	if rep.Code != CodeReady {
 		if t, ok := s.Process.(Terminator); ok && s.Process != nil {
-			if err := terminate(t, &s, base.Host); err != nil {
+			if err := terminate(t, s, w.base.Host); err != nil {
 				rep.Notes = append(rep.Notes, err.Error())
 			}
 		}
 	}
 	code := int(rep.Code)
-	emit(Progress{Event: "verdict", Phase: rep.Phase, Code: &code, Message: rep.Verdict()})
+	w.emit(Progress{Event: "verdict", Phase: rep.Phase, Code: &code, Message: rep.Verdict()})
 	if rep.Code == CodeReady {
 		return rep, nil
 	}

@@ -132,7 +132,7 @@ func (c *Compiled) hicache(b *builder, a sglang.ServerArgs, pool sglang.KVPool, 
 	}
 	c.Memory = &chk
 	if !chk.Passed() {
-		// The ValueError path (§4.4 outcome 1): each rank raises, the launcher kills its tree.
+		// The host-memory check fails: each rank raises ValueError, the launcher kills its tree.
 		for _, r := range chk.Ranks {
 			if !r.Pass {
 				b.traceback(r.Rank, [][4]string{{"/sgl-workspace/sglang/python/sglang/srt/mem_cache/memory_pool_host.py", "96", "__init__",
@@ -151,11 +151,12 @@ func (c *Compiled) hicache(b *builder, a sglang.ServerArgs, pool sglang.KVPool, 
 	// The ranks pin together until the kernel runs out: MemAvailable (or the cgroup limit).
 	b.wait(time.Duration(float64(chk.Limit) / (rate * float64(len(chk.Ranks))) * float64(time.Second)))
 	if c.Host.CgroupLimitBytes() > 0 && chk.Limit == c.Host.CgroupLimitBytes() {
-		// The container is OOMKilled as a whole: no traceback, exit 137 (§4.4, P25, S18).
+		// The container is OOMKilled as a whole: no traceback, exit 137.
 		b.op(replay.OpExit, 137)
 		return true, nil
 	}
-	// The OOM killer SIGKILLs a scheduler; the launcher sees EOF on its pipe (§4.4 outcome 2).
+	// The check passed but RAM runs out: the OOM killer SIGKILLs a scheduler, and the launcher
+	// sees EOF on its pipe.
 	b.main(sglang.RankDead(0))
 	b.main(sglang.ExitCode(-9))
 	b.raw(sglang.TracebackStart())
@@ -167,6 +168,6 @@ func (c *Compiled) hicache(b *builder, a sglang.ServerArgs, pool sglang.KVPool, 
 		b.raw(sglang.RankDiedInit(0, -9))
 	}
 	b.wait(300 * time.Millisecond)
-	b.op(replay.OpExit, 1) // §5.2: scheduler SIGKILLed during startup → 1 [unverified upstream]
+	b.op(replay.OpExit, 1) // a scheduler SIGKILLed during startup ends the launcher with 1 (inferred from SGLang's code, unverified)
 	return true, nil
 }

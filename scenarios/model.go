@@ -107,23 +107,23 @@ type Ending struct {
 	Rank int `yaml:"rank,omitempty" json:"rank,omitempty"`
 }
 
-// Defaults, each with its source. Phase numbers are from the single-GPU real log in
-// a single-GPU SGLang startup log unless noted.
+// Defaults, each with its source. Phase numbers are from a real single-GPU SGLang startup
+// log unless noted.
 const (
 	DefaultBoot           = 4 * time.Second         // estimate: python imports + spawn before the first scheduler line
 	DefaultDistInit       = 2 * time.Second         // estimate
-	DefaultPerShard       = 1330 * time.Millisecond // §3.2: 30 shards in 00:40, "1.33s/it"
-	DefaultKVAlloc        = 440 * time.Millisecond  // §3.2: Engine startup timings kv_cache_allocation=0.44
-	DefaultCapturePerBS   = 316 * time.Millisecond  // §3.2: 36 batch sizes in 11.39 s
+	DefaultPerShard       = 1330 * time.Millisecond // weight loading: 30 shards in 00:40, "1.33s/it"
+	DefaultKVAlloc        = 440 * time.Millisecond  // "Engine startup timings (s): ... kv_cache_allocation=0.44"
+	DefaultCapturePerBS   = 316 * time.Millisecond  // CUDA graph capture: 36 batch sizes in 11.39 s
 	DefaultHiCachePinGBps = 10.0                    // estimate: "pinning a large host pool takes seconds" (sglang #38156)
 	DefaultToBind         = 600 * time.Millisecond  // estimate: scheduler ready → uvicorn bind
 	DefaultJitter         = 0.02                    // estimate: run-to-run spread of a phase
-	DefaultInitUsageGB    = 1.96                    // §3.2: "Init torch distributed ends. mem usage=1.96 GB"
-	DefaultCaptureUsageGB = 1.00                    // §3.2: "Capture cuda graph end. ... mem usage=1.00 GB"
-	DefaultWatchdog       = 300 * time.Second       // §6: --watchdog-timeout 300
-	DefaultWarmupGiveUp   = 120 * time.Second       // §3.2: model-info polled once a second, 120 times, then "Initialization failed"
-	DefaultCrashTeardown  = 1 * time.Second         // §5.2: era C SubprocessWatchdog polls every 1 s (#18421)
-	defaultStart          = "2026-02-24 11:18:00"   // incidents.md: incident 1 launched at about 11:18
+	DefaultInitUsageGB    = 1.96                    // "Init torch distributed ends. mem usage=1.96 GB"
+	DefaultCaptureUsageGB = 1.00                    // "Capture cuda graph end. ... mem usage=1.00 GB"
+	DefaultWatchdog       = 300 * time.Second       // SGLang's --watchdog-timeout default, 300 s
+	DefaultWarmupGiveUp   = 120 * time.Second       // warmup polls model info once a second, 120 times, then "Initialization failed"
+	DefaultCrashTeardown  = 1 * time.Second         // era C SubprocessWatchdog polls every 1 s (sglang #18421)
+	defaultStart          = "2026-02-24 11:18:00"   // incident 1 launched at about 11:18
 	startLayout           = "2006-01-02 15:04:05"
 )
 
@@ -132,7 +132,7 @@ const (
 var defaultModel = ModelSpec{Arch: "Qwen2ForCausalLM", Dtype: "torch.bfloat16", WeightsGB: 15.2, Shards: 4,
 	Layers: 28, KVHeads: 4, HeadDim: 128, ContextLen: 32768}
 
-// DefaultCaptureBS is SGLang's capture list up to --cuda-graph-max-bs 256 (§3.2 prints
+// DefaultCaptureBS is SGLang's capture list up to --cuda-graph-max-bs 256 (its log prints
 // "[1, 2, 4, 8, 12, 16, 24, 32, 40, ..., 256]": 36 sizes).
 func DefaultCaptureBS(maxBS int) []int {
 	bs := []int{1, 2, 4, 8, 12, 16, 24, 32}

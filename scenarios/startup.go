@@ -71,7 +71,7 @@ func (s *startup) distInit() (bool, error) {
 		b.killTree()
 		return true, nil
 	case EndFatalAlive:
-		// NCCL's own warning, then the error; the launcher stays blocked on the pipe (P10).
+		// NCCL's own warning, then the error; the launcher stays blocked on the pipe.
 		b.raw(sglang.Event{Kind: sglang.KindForeign, Text: fmt.Sprintf("node-0:%d:%d [%d] NCCL WARN NET/Socket : peer 10.0.0.2<43210> closed connection", 4100+end.Rank, 4300+end.Rank, end.Rank)})
 		b.traceback(end.Rank, schedFrames, sglang.NCCLError("unhandled system error (run with NCCL_DEBUG=INFO for details)"))
 		b.wait(time.Second)

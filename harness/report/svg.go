@@ -164,57 +164,100 @@ func (t Timeline) SVG(w io.Writer, o Options) error {
 func (t Timeline) svg(b *strings.Builder, o Options) {
 	sc := scale{tmax: axisMax(t.Duration)}
 	labels := placeLabels(t.Marks, sc)
+	c := t.layout(b, sc, labels, o)
+	t.drawHeader(c, o)
+	// Grid and axis first, so everything else draws over them.
+	t.drawAxis(c)
+	c.drawLanes()
+	t.drawBands(c)
+	t.drawProbes(c)
+	c.drawMarkers(labels)
+	t.drawClaim(c)
+	t.drawNote(c)
+	if o.Standalone {
+		fmt.Fprintf(b, `<g transform="translate(0 %s)">`, num(c.height))
+		legendBody(b)
+		b.WriteString(`</g>`)
+	}
+	b.WriteString("</svg>")
+}
+
+// canvas is where one picture is drawn: its time scale and the top of each of its rows.
+type canvas struct {
+	b  *strings.Builder
+	sc scale
+
+	yMarks, yBand, yProbe, yClaim, yNote, yAxis float64
+	height, total                               float64 // without and with the legend
+}
+
+// layout lays the picture's rows out: marker labels, phase band, one row per probe class,
+// the claim, the note and the axis.
+func (t Timeline) layout(b *strings.Builder, sc scale, labels []placed, o Options) *canvas {
 	rows := 1
 	for _, l := range labels {
 		rows = max(rows, l.row+1)
 	}
-	yMarks := 22.0
-	yBand := yMarks + float64(rows)*rowMark + 4
-	yProbe := yBand + bandH + 4
-	yClaim := yProbe + probeRow*float64(numProbeClasses) + 2
-	yNote := yClaim + claimRow
-	yAxis := yNote
+	c := &canvas{b: b, sc: sc, yMarks: 22.0}
+	c.yBand = c.yMarks + float64(rows)*rowMark + 4
+	c.yProbe = c.yBand + bandH + 4
+	c.yClaim = c.yProbe + probeRow*float64(numProbeClasses) + 2
+	c.yNote = c.yClaim + claimRow
+	c.yAxis = c.yNote
 	if t.Ignored > 0 {
-		yAxis += 14
+		c.yAxis += 14
 	}
-	height := yAxis + 34
+	c.height = c.yAxis + 34
 	legendH := 0.0
 	if o.Standalone {
 		legendH = legendHeight()
 	}
-	total := height + legendH
+	c.total = c.height + legendH
+	return c
+}
 
+// drawHeader opens the picture: its size, caption, style (standalone) and background.
+func (t Timeline) drawHeader(c *canvas, o Options) {
+	b, total := c.b, c.total
 	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" class="tl" viewBox="0 0 %d %s" width="%d" height="%s" role="img" aria-label="%s" data-scenario="%s" data-tool="%s" data-plot-left="%s" data-plot-right="%s" data-tmax="%s">`,
-		Width, num(total), Width, num(total), esc(t.Title()), esc(t.Scenario), esc(t.Tool), num(PlotLeft), num(PlotRight), secs(sc.tmax))
+		Width, num(total), Width, num(total), esc(t.Title()), esc(t.Scenario), esc(t.Tool), num(PlotLeft), num(PlotRight), secs(c.sc.tmax))
 	fmt.Fprintf(b, "<title>%s</title>", esc(t.Title()+". "+t.Reason))
 	if o.Standalone {
 		b.WriteString("<style>" + Style + "</style>")
 	}
 	fmt.Fprintf(b, `<rect class="bg" width="%d" height="%s"/>`, Width, num(total))
 	fmt.Fprintf(b, `<text class="title" x="8" y="15">%s</text>`, esc(t.Title()))
+}
 
-	// Grid and axis first, so everything else draws over them.
+// drawAxis draws the time axis with its ticks and grid lines.
+func (t Timeline) drawAxis(c *canvas) {
+	b, sc, yAxis := c.b, c.sc, c.yAxis
 	step := tickStep(sc.tmax)
 	b.WriteString(`<g class="axis">`)
 	for at := time.Duration(0); at <= sc.tmax; at += step {
 		x := num(sc.x(at))
 		fmt.Fprintf(b, `<g class="tick" data-at="%s"><line class="grid" x1="%s" x2="%s" y1="%s" y2="%s"/><text x="%s" y="%s">%s</text></g>`,
-			secs(at), x, x, num(yBand), num(yAxis+4), x, num(yAxis+15), tickLabel(at))
+			secs(at), x, x, num(c.yBand), num(yAxis+4), x, num(yAxis+15), tickLabel(at))
 	}
 	fmt.Fprintf(b, `<line class="base" x1="%s" x2="%s" y1="%s" y2="%s"/>`, num(PlotLeft), num(PlotRight), num(yAxis), num(yAxis))
 	fmt.Fprintf(b, `<text class="axt" x="%s" y="%s">scenario time since launch · %s</text></g>`, num(PlotLeft), num(yAxis+29), esc(t.speedText()))
+}
 
-	// Lane labels.
+// drawLanes labels the rows left of the plot.
+func (c *canvas) drawLanes() {
 	lane := func(y float64, s string) {
-		fmt.Fprintf(b, `<text class="lane" x="%s" y="%s">%s</text>`, num(PlotLeft-6), num(y), esc(s))
+		fmt.Fprintf(c.b, `<text class="lane" x="%s" y="%s">%s</text>`, num(PlotLeft-6), num(y), esc(s))
 	}
-	lane(yBand+15, "server")
-	for c := ProbeClass(0); c < numProbeClasses; c++ {
-		lane(yProbe+float64(c)*probeRow+9, "probe "+c.String())
+	lane(c.yBand+15, "server")
+	for pc := ProbeClass(0); pc < numProbeClasses; pc++ {
+		lane(c.yProbe+float64(pc)*probeRow+9, "probe "+pc.String())
 	}
-	lane(yClaim+12, "tool claim")
+	lane(c.yClaim+12, "tool claim")
+}
 
-	// Phase bands, labelled where the label fits inside.
+// drawBands draws the phase bands, labelled where the label fits inside.
+func (t Timeline) drawBands(c *canvas) {
+	b, sc, yBand := c.b, c.sc, c.yBand
 	b.WriteString(`<g class="bands">`)
 	for i, bd := range t.Bands {
 		x0, x1 := sc.x(bd.From), sc.x(bd.To)
@@ -239,49 +282,60 @@ func (t Timeline) svg(b *strings.Builder, o Options) {
 		}
 	}
 	b.WriteString(`</g>`)
+}
 
-	// Probes: one path per class, a tick per request and a faint bar for its latency.
+// drawProbes draws one path per probe class, a tick per request and a faint bar for its
+// latency.
+func (t Timeline) drawProbes(c *canvas) {
+	b, sc := c.b, c.sc
 	var counts [numProbeClasses]int
 	var ticks, lats [numProbeClasses]strings.Builder
 	for _, p := range t.Probes {
 		counts[p.Class]++
-		y := yProbe + float64(p.Class)*probeRow + 1
+		y := c.yProbe + float64(p.Class)*probeRow + 1
 		x := sc.x(p.At)
 		fmt.Fprintf(&ticks[p.Class], "M%s %sv9", num(x), num(y))
 		if lw := sc.x(p.At+p.Latency) - x; lw >= 2 {
 			fmt.Fprintf(&lats[p.Class], "M%s %sh%s", num(x), num(y+4.5), num(lw))
 		}
 	}
-	for c := ProbeClass(0); c < numProbeClasses; c++ {
-		if counts[c] == 0 {
+	for pc := ProbeClass(0); pc < numProbeClasses; pc++ {
+		if counts[pc] == 0 {
 			continue
 		}
-		fmt.Fprintf(b, `<g class="probes pr-%d" data-class="%s" data-count="%d"><title>%d %s</title>`, c, esc(c.String()), counts[c], counts[c], esc(probeSummary(t.Probes, c)))
-		if lats[c].Len() > 0 {
-			fmt.Fprintf(b, `<path class="lat" d="%s"/>`, lats[c].String())
+		fmt.Fprintf(b, `<g class="probes pr-%d" data-class="%s" data-count="%d"><title>%d %s</title>`, pc, esc(pc.String()), counts[pc], counts[pc], esc(probeSummary(t.Probes, pc)))
+		if lats[pc].Len() > 0 {
+			fmt.Fprintf(b, `<path class="lat" d="%s"/>`, lats[pc].String())
 		}
-		fmt.Fprintf(b, `<path class="tk" d="%s"/></g>`, ticks[c].String())
+		fmt.Fprintf(b, `<path class="tk" d="%s"/></g>`, ticks[pc].String())
 	}
+}
 
-	// Ground-truth markers across band and probe rows, labels stacked above.
+// drawMarkers draws the ground-truth markers across band and probe rows, labels stacked
+// above.
+func (c *canvas) drawMarkers(labels []placed) {
 	for _, l := range labels {
 		cls := "mk mk-" + l.Name
 		if l.Predicted {
 			cls += " pred"
 		}
 		x := num(l.x)
-		ly := yMarks + float64(l.row)*rowMark + 10
+		ly := c.yMarks + float64(l.row)*rowMark + 10
 		tx := l.x + 3
 		if l.anchor == "end" {
 			tx = l.x - 3
 		}
-		fmt.Fprintf(b, `<g class="%s" data-at="%s"><line x1="%s" x2="%s" y1="%s" y2="%s"/><text x="%s" y="%s" text-anchor="%s">%s</text></g>`,
-			cls, secs(l.At), x, x, num(ly-9), num(yClaim), num(tx), num(ly), l.anchor, esc(l.Label))
+		fmt.Fprintf(c.b, `<g class="%s" data-at="%s"><line x1="%s" x2="%s" y1="%s" y2="%s"/><text x="%s" y="%s" text-anchor="%s">%s</text></g>`,
+			cls, secs(l.At), x, x, num(ly-9), num(c.yClaim), num(tx), num(ly), l.anchor, esc(l.Label))
 	}
+}
 
-	// The claim: a diamond at the time the tool returned (or was killed), and what it said.
+// drawClaim draws the claim: a diamond at the time the tool returned (or was killed), and what
+// it said.
+func (t Timeline) drawClaim(c *canvas) {
+	b, yClaim := c.b, c.yClaim
 	if t.Err == nil {
-		x := sc.x(t.ClaimAt)
+		x := c.sc.x(t.ClaimAt)
 		y := yClaim + 8
 		txt := t.claimText()
 		tx, anchor := x+9, "start"
@@ -293,20 +347,19 @@ func (t Timeline) svg(b *strings.Builder, o Options) {
 	} else {
 		fmt.Fprintf(b, `<text class="err" x="%s" y="%s">%s</text>`, num(PlotLeft), num(yClaim+12), esc(t.claimText()))
 	}
-	if t.Ignored > 0 {
-		what := "the tool did not act on them"
-		if t.Claim == harness.ClaimReady {
-			what = "before the tool claimed ready"
-		}
-		fmt.Fprintf(b, `<text class="note" x="%s" y="%s">%d health probe(s) answered 2xx after the server was ready; %s</text>`,
-			num(PlotLeft), num(yNote+10), t.Ignored, what)
+}
+
+// drawNote notes the health answers that came after the server was ready.
+func (t Timeline) drawNote(c *canvas) {
+	if t.Ignored <= 0 {
+		return
 	}
-	if o.Standalone {
-		fmt.Fprintf(b, `<g transform="translate(0 %s)">`, num(height))
-		legendBody(b)
-		b.WriteString(`</g>`)
+	what := "the tool did not act on them"
+	if t.Claim == harness.ClaimReady {
+		what = "before the tool claimed ready"
 	}
-	b.WriteString("</svg>")
+	fmt.Fprintf(c.b, `<text class="note" x="%s" y="%s">%d health probe(s) answered 2xx after the server was ready; %s</text>`,
+		num(PlotLeft), num(c.yNote+10), t.Ignored, what)
 }
 
 func probeSummary(ps []Probe, c ProbeClass) string {
