@@ -23,6 +23,8 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 	"github.com/testcontainers/testcontainers-go"
+
+	"github.com/incident-replay/incident-replay/internal/proc"
 )
 
 // Labels every container this package starts carries, so a sweep can find leftovers (Ryuk
@@ -65,20 +67,11 @@ var Owner = func() string {
 
 // procStart is field 22 of /proc/PID/stat, the process's start time, or "" if unreadable.
 func procStart(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	st, err := proc.Read("", pid)
 	if err != nil {
 		return ""
 	}
-	// The command name (field 2) may hold spaces and parentheses: count from its last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return ""
-	}
-	f := strings.Fields(string(b[i+1:])) // f[0] is field 3
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19]
+	return strconv.FormatUint(st.StartTime, 10)
 }
 
 // ownerGone reports whether the process an owner label names has certainly exited: it ran

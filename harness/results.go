@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/incident-replay/incident-replay/truth"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/incident-replay/incident-replay/fakeserver"
+	"github.com/incident-replay/incident-replay/truth"
 )
 
 // ResultsFormat names the layout of a results file; Merge refuses any other.

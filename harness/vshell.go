@@ -1,14 +1,13 @@
 package harness
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"sync/atomic"
 	"time"
 
+	"github.com/incident-replay/incident-replay/internal/proc"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/vtime"
 	"github.com/incident-replay/incident-replay/vtime/preload"
@@ -73,12 +72,8 @@ func (p *shellParticipant) Idle() (bool, time.Time) {
 
 // alive reports whether pid runs (not a zombie, not gone).
 func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i >= 0 && i+2 < len(b) && b[i+2] != 'Z' && b[i+2] != 'X'
+	st, err := proc.Read("", pid)
+	return err == nil && st.Alive()
 }
 
 // virtualWallLimit bounds a shell tool on virtual time in wall time: a tool that busy-loops

@@ -3,7 +3,6 @@ package matchers_test
 import (
 	"bytes"
 	"context"
-	"github.com/incident-replay/incident-replay/truth"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/incident-replay/incident-replay/harness"
 	"github.com/incident-replay/incident-replay/matchers"
 	"github.com/incident-replay/incident-replay/sglang"
+	"github.com/incident-replay/incident-replay/truth"
 	"github.com/incident-replay/incident-replay/vtime"
 )
 

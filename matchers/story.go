@@ -14,12 +14,12 @@ package matchers
 import (
 	"context"
 	"fmt"
-	"github.com/incident-replay/incident-replay/truth"
 	"strings"
 	"time"
 
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/harness"
+	"github.com/incident-replay/incident-replay/truth"
 )
 
 // journalTimeout bounds reading a Target's journal (a container's is copied out of Docker).
