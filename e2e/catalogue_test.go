@@ -23,7 +23,7 @@ const catalogueSpeed = 60
 // Every catalogue scenario validates, compiles, runs in an in-process fakesglang at 60x, and
 // the ground truth in its journal matches its own expect block. All scenarios run at once
 // (they share nothing but the CPU), so the whole catalogue costs about its longest member.
-var _ = Describe("the scenario catalogue", Ordered, ContinueOnFailure, Label("inprocess"), func() {
+var _ = Describe("the scenario catalogue", Serial, Ordered, ContinueOnFailure, Label("inprocess"), func() {
 	all, loadErr := scenarios.Catalogue()
 	results := map[string]runResult{}
 

@@ -32,7 +32,7 @@ const (
 // llmwait must reach every catalogue scenario's expected verdict, as the library (the
 // harness's built-in tool, on the run's clock) and as the binary (llmwait attach --speed S,
 // following the server's log file). Servers run in-process; pairs run in parallel.
-var _ = Describe("llmwait against the catalogue", Ordered, ContinueOnFailure, Label("inprocess", "slow"), func() {
+var _ = Describe("llmwait against the catalogue", Serial, Ordered, ContinueOnFailure, Label("inprocess", "slow"), func() {
 	all, loadErr := scenarios.Catalogue()
 	type key struct{ scenario, tool string }
 	results := map[key]harness.Result{}
@@ -166,7 +166,7 @@ func lastLines(b []byte, n int) string {
 // notDetected marks a tool whose claim is not of the event's kind.
 const notDetected time.Duration = -2
 
-var _ = Describe("llmwait detection latency vs the founding loops", Ordered, Label("inprocess", "slow", "bench"), func() {
+var _ = Describe("llmwait detection latency vs the founding loops", Serial, Ordered, Label("inprocess", "slow", "bench"), func() {
 	names := []string{"s0-happy-era-c", "s1-empty-200", "hicache-48-cold-start", "hicache-300-host-oom", "s4-crash-during-load"}
 
 	It("is lower on every founding-incident scenario", func(ctx SpecContext) {

@@ -98,7 +98,7 @@ func assertPair(results map[pairKey]harness.Result, scenario, tool string, want 
 	}
 }
 
-var _ = Describe("scenario x tool matrix in-process", Ordered, ContinueOnFailure, Label("inprocess", "slow"), func() {
+var _ = Describe("scenario x tool matrix in-process", Serial, Ordered, ContinueOnFailure, Label("inprocess", "slow"), func() {
 	all, loadErr := scenarios.Catalogue()
 	var results map[pairKey]harness.Result
 	BeforeAll(func(ctx SpecContext) {
@@ -149,7 +149,7 @@ var _ = Describe("founding loop 1 on the hicache-300 host OOM, on virtual time",
 	}, NodeTimeout(2*time.Minute))
 })
 
-var _ = Describe("scenario x tool matrix in containers", Ordered, ContinueOnFailure, Label("container"), func() {
+var _ = Describe("scenario x tool matrix in containers", Serial, Ordered, ContinueOnFailure, Label("container"), func() {
 	all, loadErr := scenarios.Catalogue()
 	var results map[pairKey]harness.Result
 	BeforeAll(func(ctx SpecContext) {

@@ -125,7 +125,7 @@ func pngStats(path string) (colours int, inked float64) {
 	return len(seen), float64(ink) / float64(b.Dx()*b.Dy())
 }
 
-var _ = Describe("the HTML report", Ordered, ContinueOnFailure, Label("inprocess"), func() {
+var _ = Describe("the HTML report", Serial, Ordered, ContinueOnFailure, Label("inprocess"), func() {
 	var (
 		dir     string
 		results []harness.Result

@@ -19,7 +19,7 @@ import (
 // the founding host with the shim first on PATH. Its first launch (--hicache-size 300, x8
 // ranks on 449 GB) dies of host OOM; its relaunch with 48 comes up. The script and its sleeps
 // run under faketime at the same speed as fakesglang.
-var _ = Describe("launch shim", Ordered, ContinueOnFailure, Label("inprocess", "slow"), func() {
+var _ = Describe("launch shim", Serial, Ordered, ContinueOnFailure, Label("inprocess", "slow"), func() {
 	const speed = "60"
 	var bin, shimDir string
 

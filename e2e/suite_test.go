@@ -1,7 +1,9 @@
 // Package e2e holds the Ginkgo suites: fake-server fidelity in-process and in containers,
 // the scenario catalogue, llmwait, and GPU specs. This file is the package's one bootstrap.
 //
-// Labels: container (needs Docker), inprocess, slow, gpu.
+// Labels: container (needs Docker), inprocess, slow, gpu. Specs whose verdicts are judged on a
+// wall clock compressed S times are Serial: under `ginkgo --procs N` they run alone at the end,
+// so a parallel neighbour's load cannot stretch their time.
 package e2e
 
 import (
@@ -48,13 +50,18 @@ func repoRoot() string {
 	return abs
 }
 
-var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
-	// Ryuk cannot be pulled and traffic must stay on loopback.
+// containerEnv is set in every parallel process: Ryuk cannot be pulled and traffic must stay
+// on loopback.
+func containerEnv() {
 	for k, v := range map[string]string{"TESTCONTAINERS_RYUK_DISABLED": "true", "TESTCONTAINERS_HOST_OVERRIDE": "127.0.0.1"} {
 		if os.Getenv(k) == "" {
 			Expect(os.Setenv(k, v)).To(Succeed())
 		}
 	}
+}
+
+var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
+	containerEnv()
 	p, err := testcontainers.NewDockerProvider()
 	if err == nil {
 		err = p.Health(ctx)
@@ -74,6 +81,7 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	Expect(err).NotTo(HaveOccurred())
 	return []byte("image\n" + tag + "\n" + fakeserver.RunID)
 }, func(data []byte) {
+	containerEnv()
 	parts := strings.SplitN(string(data), "\n", 3)
 	if parts[0] == "nodocker" {
 		noDocker = parts[1]
