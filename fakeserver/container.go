@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"os"
 	"path"
@@ -17,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
@@ -25,6 +27,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 
 	"github.com/incident-replay/incident-replay/internal/proc"
+	"github.com/incident-replay/incident-replay/vtime"
 )
 
 // Labels every container this package starts carries, so a sweep can find leftovers (Ryuk
@@ -97,7 +100,8 @@ func ownerGone(owner string) bool {
 type Container struct {
 	testcontainers.Container
 	baseURL string
-	hostDir string // WithHostDir: the journal and log are read here, not through Docker
+	hostDir string      // WithHostDir: the journal and log are read here, not through Docker
+	link    *vtime.Link // WithClock: the container's clock follows this process's
 }
 
 type options struct {
@@ -107,6 +111,7 @@ type options struct {
 	flags    []string
 	env      map[string]string
 	hostDir  string
+	clock    *vtime.Clock
 }
 
 // Option configures Run. It is also a testcontainers.ContainerCustomizer, so module options
@@ -170,11 +175,29 @@ func WithHostDir(dir string) Option {
 	}
 }
 
-// HostLog and HostJournal name the files WithHostDir has fakesglang write in its directory.
+// HostLog and HostJournal name the files WithHostDir has fakesglang write in its directory;
+// hostClock is WithClock's socket there.
 const (
 	HostLog     = "server.log"
 	HostJournal = "journal.jsonl"
+	hostClock   = "vclock.sock"
 )
+
+// WithClock runs the container's fakesglang on c, a virtual clock of this process: the
+// container's clock follows c over a Unix socket in the WithHostDir directory (required), so
+// a tool on c and the server in the container see one time, as in-process. The container
+// shares the host's network and its server listens on 127.0.0.1 of this host: a byte a client
+// has sent is then in a queue the server's clock watches, where a port published through
+// docker-proxy would hide it in a process no clock sees.
+func WithClock(c *vtime.Clock) Option {
+	return func(o *options) error {
+		if c == nil {
+			return errors.New("WithClock: nil clock")
+		}
+		o.clock = c
+		return nil
+	}
+}
 
 // WithEnv sets environment variables (SGLANG_HEALTH_CHECK_TIMEOUT, ...).
 func WithEnv(env map[string]string) Option {
@@ -205,32 +228,12 @@ func Run(ctx context.Context, image string, opts ...testcontainers.ContainerCust
 	if o.hostDir != "" {
 		journal = path.Join(hostDirMount, HostJournal)
 	}
+	if o.clock != nil {
+		return runOnClock(ctx, image, o, opts)
+	}
 	args := []string{"--host", "0.0.0.0", "--port", "30000", "--journal", journal,
 		"--speed", strconv.FormatFloat(o.speed, 'g', -1, 64), "--seed", strconv.FormatInt(o.seed, 10)}
-	base := []testcontainers.ContainerCustomizer{
-		testcontainers.WithLabels(map[string]string{LabelProject: ProjectName, LabelRun: RunID, LabelOwner: Owner}),
-	}
-	if o.hostDir != "" {
-		args = append(args, "--log-file", path.Join(hostDirMount, HostLog))
-		base = append(base, testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
-			hc.Binds = append(hc.Binds, o.hostDir+":"+hostDirMount)
-		}))
-	}
-	if o.scenario != "" {
-		if _, err := os.Stat(o.scenario); err == nil {
-			base = append(base, testcontainers.WithFiles(testcontainers.ContainerFile{HostFilePath: o.scenario, ContainerFilePath: scenarioPath, FileMode: 0o644}))
-			args = append(args, "--scenario", scenarioPath)
-		} else {
-			args = append(args, "--scenario", o.scenario)
-		}
-	} else {
-		args = append(args, "--model-path", "qwen/qwen2.5-0.5b-instruct")
-	}
-	args = append(args, o.flags...)
-	base = append(base, testcontainers.WithCmd(args...))
-	if len(o.env) > 0 {
-		base = append(base, testcontainers.WithEnv(o.env))
-	}
+	base := baseCustomizers(o, &args)
 	// The host port is picked here, not left to Docker: a server that dies within the launch
 	// (nccl-init-error exits ~100 ms in) has no port mapping left to inspect by the time Run
 	// returns, and its URL must still be known. Another process can take the port between the
@@ -258,6 +261,89 @@ func Run(ctx context.Context, image string, opts ...testcontainers.ContainerCust
 		return c, nil
 	}
 }
+
+// baseCustomizers are the labels, mounts, files, command and environment of every
+// fakesglang container; args are fakesglang's own flags so far.
+func baseCustomizers(o options, args *[]string) []testcontainers.ContainerCustomizer {
+	base := []testcontainers.ContainerCustomizer{
+		testcontainers.WithLabels(map[string]string{LabelProject: ProjectName, LabelRun: RunID, LabelOwner: Owner}),
+	}
+	if o.hostDir != "" {
+		*args = append(*args, "--log-file", path.Join(hostDirMount, HostLog))
+		base = append(base, testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+			hc.Binds = append(hc.Binds, o.hostDir+":"+hostDirMount)
+		}))
+	}
+	if o.scenario != "" {
+		if _, err := os.Stat(o.scenario); err == nil {
+			base = append(base, testcontainers.WithFiles(testcontainers.ContainerFile{HostFilePath: o.scenario, ContainerFilePath: scenarioPath, FileMode: 0o644}))
+			*args = append(*args, "--scenario", scenarioPath)
+		} else {
+			*args = append(*args, "--scenario", o.scenario)
+		}
+	} else {
+		*args = append(*args, "--model-path", "qwen/qwen2.5-0.5b-instruct")
+	}
+	*args = append(*args, o.flags...)
+	base = append(base, testcontainers.WithCmd(*args...))
+	if len(o.env) > 0 {
+		base = append(base, testcontainers.WithEnv(o.env))
+	}
+	return base
+}
+
+// runOnClock is Run with WithClock: host networking on a loopback port picked here, and the
+// clock's socket in the host directory. The clock is held from before the container starts
+// until its fakesglang is on it.
+func runOnClock(ctx context.Context, image string, o options, opts []testcontainers.ContainerCustomizer) (*Container, error) {
+	if o.hostDir == "" {
+		return nil, errors.New("run fakesglang: WithClock needs WithHostDir (the clock's socket lives there)")
+	}
+	sock := filepath.Join(o.hostDir, hostClock)
+	_ = os.Remove(sock)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("run fakesglang: clock socket: %w", err)
+	}
+	defer ln.Close()
+	defer os.Remove(sock) // the accepted connection outlives the path
+	if err := os.Chmod(sock, 0o777); err != nil {
+		return nil, fmt.Errorf("run fakesglang: %w", err)
+	}
+	release := o.clock.Hold()
+	defer release()
+	port, err := freePort("127.0.0.1")
+	if err != nil {
+		return nil, fmt.Errorf("run fakesglang: %w", err)
+	}
+	args := []string{"--host", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--journal", path.Join(hostDirMount, HostJournal), "--vclock", path.Join(hostDirMount, hostClock),
+		"--start-time", o.clock.Now().UTC().Format(time.RFC3339Nano), "--seed", strconv.FormatInt(o.seed, 10)}
+	base := baseCustomizers(o, &args)
+	base = append(base, testcontainers.WithHostConfigModifier(func(hc *container.HostConfig) {
+		hc.NetworkMode = "host"
+	}))
+	ctr, err := testcontainers.Run(ctx, image, append(base, opts...)...)
+	var c *Container
+	if ctr != nil {
+		c = &Container{Container: ctr, hostDir: o.hostDir, baseURL: "http://127.0.0.1:" + strconv.Itoa(port)}
+	}
+	if err != nil {
+		return c, fmt.Errorf("run fakesglang: %w", err)
+	}
+	// fakesglang dials the socket as it starts; one that fails first (a bad flag) never does.
+	_ = ln.(*net.UnixListener).SetDeadline(time.Now().Add(30 * time.Second))
+	conn, err := ln.Accept()
+	if err != nil {
+		return c, fmt.Errorf("run fakesglang: the container's fakesglang did not join the clock within 30s (%w); see its logs", err)
+	}
+	c.link = o.clock.Lead(conn, "127.0.0.1:"+strconv.Itoa(port))
+	return c, nil
+}
+
+// Link is the container's end of WithClock's clock, nil without it: it announces the server
+// process's exit at the virtual instant it happens.
+func (c *Container) Link() *vtime.Link { return c.link }
 
 func portTaken(err error) bool {
 	msg := err.Error()
@@ -337,7 +423,11 @@ func IsGone(err error) bool {
 
 // Stop implements Target: terminate and remove the container.
 func (c *Container) Stop(ctx context.Context) error {
-	return testcontainers.TerminateContainer(c.Container, testcontainers.StopContext(ctx))
+	err := testcontainers.TerminateContainer(c.Container, testcontainers.StopContext(ctx))
+	if c.link != nil {
+		_ = c.link.Close()
+	}
+	return err
 }
 
 var _ Target = (*Container)(nil)

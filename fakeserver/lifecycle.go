@@ -222,6 +222,9 @@ func (s *Server) exitLocked(at time.Duration, code int, why string) {
 	}
 	s.phase = phaseDead
 	s.exitCode = code
+	if vc, ok := s.clock.(*vtime.Clock); ok {
+		vc.Exit(code) // a follower's leader sees the exit at this instant
+	}
 	if why == "stopped" {
 		s.state(at, StateStopped)
 	} else {

@@ -12,6 +12,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/vtime"
+	"github.com/testcontainers/testcontainers-go"
 )
 
 // Container runs each case's fake server in a container (fakeserver.Run) from Image, built
@@ -76,18 +78,27 @@ func (l Container) Launch(ctx context.Context, c Case, speed float64) (Target, e
 		}
 	}
 	t := &ctrTarget{dir: dir, log: logPath, speed: speed, done: make(chan struct{})}
-	ctr, err := fakeserver.Run(context.WithoutCancel(ctx), l.Image,
-		fakeserver.WithScenario(source), fakeserver.WithSpeed(speed),
-		fakeserver.WithSeed(c.seed()), fakeserver.WithHostDir(dir),
-	)
+	opts := []testcontainers.ContainerCustomizer{fakeserver.WithScenario(source), fakeserver.WithSeed(c.seed()), fakeserver.WithHostDir(dir)}
+	if speed == Virtual {
+		// The container's clock follows this one; time starts once the tool runs.
+		t.vclock = vtime.New(c.Timeline.Start, vtime.Options{})
+		t.startHold = t.vclock.Hold()
+		t.clock = t.vclock
+		opts = append(opts, fakeserver.WithClock(t.vclock))
+	} else {
+		opts = append(opts, fakeserver.WithSpeed(speed))
+	}
+	ctr, err := fakeserver.Run(context.WithoutCancel(ctx), l.Image, opts...)
 	t.ctr = ctr
 	if err != nil {
 		_ = t.Stop(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	if t.clock, t.origin, err = alignClock(ctx, ctr, c.Timeline.Start, speed); err != nil {
-		_ = t.Stop(context.WithoutCancel(ctx))
-		return nil, err
+	if t.vclock == nil {
+		if t.clock, t.origin, err = alignClock(ctx, ctr, c.Timeline.Start, speed); err != nil {
+			_ = t.Stop(context.WithoutCancel(ctx))
+			return nil, err
+		}
 	}
 	wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	t.stopWatch = stop
@@ -137,10 +148,13 @@ var _ Target = (*ctrTarget)(nil)
 type ctrTarget struct {
 	ctr    *fakeserver.Container
 	clock  replay.Clock
-	origin time.Time // the wall instant clock read start at
-	speed  float64
-	dir    string
-	log    string
+	vclock *vtime.Clock // on virtual time: the clock the container's follows, else nil
+	// startHold keeps a virtual clock at the start until the tool is on it (ToolStarted).
+	startHold func()
+	origin    time.Time // scaled: the wall instant clock read start at
+	speed     float64
+	dir       string
+	log       string
 
 	stopWatch context.CancelFunc
 
@@ -156,6 +170,20 @@ type ctrTarget struct {
 // ends (Stop ends it).
 func (t *ctrTarget) watch(ctx context.Context) {
 	defer close(t.done)
+	if link := t.ctr.Link(); link != nil {
+		// On virtual time the server announces its exit at the instant it happens.
+		select {
+		case <-link.ExitAnnounced():
+			code, _ := link.Exited()
+			t.mu.Lock()
+			t.code, t.exited = code, true
+			t.mu.Unlock()
+			return
+		case <-link.Done(): // gone without a word: Docker knows the code
+		case <-ctx.Done():
+			return
+		}
+	}
 	for {
 		code, err := t.ctr.Wait(ctx)
 		if err == nil {
@@ -175,7 +203,15 @@ func (t *ctrTarget) watch(ctx context.Context) {
 	}
 }
 
-func (t *ctrTarget) Clock() replay.Clock   { return t.clock }
+func (t *ctrTarget) Clock() replay.Clock { return t.clock }
+
+// ToolStarted implements toolStarter.
+func (t *ctrTarget) ToolStarted() {
+	if t.startHold != nil {
+		t.startHold()
+	}
+}
+
 func (t *ctrTarget) BaseURL() string       { return t.ctr.BaseURL() }
 func (t *ctrTarget) LogFile() string       { return t.log }
 func (t *ctrTarget) Done() <-chan struct{} { return t.done }
@@ -191,7 +227,7 @@ func (t *ctrTarget) Exited() (int, bool) {
 // is past at by catchUpGrace of wall time, for its timers to have fired (a tool that saw s5's
 // traceback claims before the wedge right after it is journaled).
 func (t *ctrTarget) CatchUp(at time.Time) {
-	if at.IsZero() {
+	if at.IsZero() || t.vclock != nil { // on virtual time the server is never behind
 		return
 	}
 	d := time.Duration(float64(t.clock.Until(at))/t.speed) + catchUpGrace
@@ -227,6 +263,9 @@ func (t *ctrTarget) Wait(ctx context.Context) (int, error) {
 // (recs include the records the clock was aligned on), and a claim made after the server
 // journaled its ready state maps to no earlier than that state's offset, as it does in-process.
 func (t *ctrTarget) ServerTime(at time.Time, recs []fakeserver.Record) time.Time {
+	if t.vclock != nil {
+		return at // one clock
+	}
 	origin, ok := clockOrigin(recs, t.speed)
 	if !ok || at.IsZero() || !origin.Before(t.origin) {
 		return at
@@ -237,6 +276,7 @@ func (t *ctrTarget) ServerTime(at time.Time, recs []fakeserver.Record) time.Time
 // Stop removes the container (its Wait then returns an error and watch ends; if removing
 // fails, watch is told to end) and the files.
 func (t *ctrTarget) Stop(ctx context.Context) error {
+	t.ToolStarted()
 	var err error
 	if t.ctr != nil {
 		err = t.ctr.Stop(ctx)
@@ -244,6 +284,7 @@ func (t *ctrTarget) Stop(ctx context.Context) error {
 	if t.stopWatch != nil {
 		t.stopWatch()
 	}
+	t.vclock.Close()
 	if rerr := os.RemoveAll(t.dir); err == nil {
 		err = rerr
 	}

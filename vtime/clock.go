@@ -79,6 +79,9 @@ type Clock struct {
 	published time.Time // the last time shown to onAdvance followers
 	jumps     uint64
 	closed    bool
+	link      *follower // a follower's stream to its leader (Follow); nil on a leader
+	links     []*Link   // a leader's followers (Lead)
+	shown     time.Time // the last instant followers were let fire their timers at
 
 	act    atomic.Uint64 // bumped by every call but Now; the driver's sign of life
 	kick   chan struct{}
@@ -88,7 +91,7 @@ type Clock struct {
 
 // New returns a clock reading start, with its driver running. Close stops it.
 func New(start time.Time, opts Options) *Clock {
-	c := &Clock{opts: opts.withDefaults(), now: start, published: start, parts: map[uint64]Participant{},
+	c := &Clock{opts: opts.withDefaults(), now: start, published: start, shown: start, parts: map[uint64]Participant{},
 		listeners: map[string]bool{}, clients: map[string]*clientConn{},
 		kick: make(chan struct{}, 1), doneCh: make(chan struct{})}
 	c.wg.Add(1)

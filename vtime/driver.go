@@ -74,7 +74,7 @@ func (c *Clock) drive() {
 		if !c.advance(lastAct, next) {
 			// Nothing is due: wait for a new timer or a participant to register one.
 			d := time.Hour
-			if nparts > 0 {
+			if nparts > 0 && c.link == nil { // a follower's participants are asked afresh by each question
 				d = c.opts.Poll
 			}
 			if !pause(d) {
@@ -140,11 +140,28 @@ func (c *Clock) advance(act uint64, next time.Time) bool {
 		c.mu.Unlock()
 		return true // look again
 	}
-	if len(c.timers) > 0 && !c.timers[0].due.After(c.now) {
+	fireBy := c.now
+	if c.link != nil {
+		fireBy = c.link.horizon // the leader says when a follower's timers at now may fire
+	}
+	if len(c.timers) > 0 && !c.timers[0].due.After(fireBy) {
 		t := heap.Pop(&c.timers).(*timer)
 		f := c.fireLocked(t, time.Now())
 		c.mu.Unlock()
 		c.runFunc(f)
+		c.touch()
+		return true
+	}
+	if len(c.links) > 0 && c.shown.Before(c.now) {
+		// Followers' timers due now fire after this clock's, and before processes on the
+		// shared page act: in the order an in-process server's would.
+		now := c.now
+		c.shown = now
+		links := c.links
+		c.mu.Unlock()
+		for _, l := range links {
+			l.fire(now)
+		}
 		c.touch()
 		return true
 	}
@@ -162,6 +179,12 @@ func (c *Clock) advance(act uint64, next time.Time) bool {
 	if len(c.timers) > 0 && (next.IsZero() || c.timers[0].due.Before(next)) {
 		next = c.timers[0].due
 	}
+	if c.link != nil {
+		// A follower does not move time: it is idle at act, and the leader moves it.
+		c.link.idle, c.link.idleAct = true, act
+		c.mu.Unlock()
+		return false
+	}
 	if next.IsZero() || !next.After(c.now) {
 		// Nothing is due, or a participant waits for an instant already shown to it (it
 		// has not noticed yet): wait for it.
@@ -170,7 +193,11 @@ func (c *Clock) advance(act uint64, next time.Time) bool {
 	}
 	c.now = next
 	c.jumps++
+	links := c.links
 	c.mu.Unlock()
+	for _, l := range links {
+		l.show(next)
+	}
 	c.touch()
 	return true
 }

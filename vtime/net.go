@@ -60,8 +60,11 @@ func Serve(srv *http.Server) {
 func Started(ctx context.Context) {
 	if k, ok := ctx.Value(connKey{}).(*serverConn); ok {
 		k.handed()
-		if cc := k.c.client(k.RemoteAddr().String()); cc != nil {
+		addr := k.RemoteAddr().String()
+		if cc := k.c.client(addr); cc != nil {
 			cc.t.taken()
+		} else {
+			k.c.handOver("S", addr)
 		}
 	}
 }
@@ -77,8 +80,11 @@ func Answered(ctx context.Context) {
 			k.flushing = k.c.Hold()
 		}
 		k.mu.Unlock()
-		if cc := k.c.client(k.RemoteAddr().String()); cc != nil {
+		addr := k.RemoteAddr().String()
+		if cc := k.c.client(addr); cc != nil {
 			cc.t.holdUntilBusy()
+		} else {
+			k.c.handOver("A", addr)
 		}
 	}
 }

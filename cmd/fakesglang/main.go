@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"slices"
@@ -22,6 +23,7 @@ import (
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/sglang"
+	"github.com/incident-replay/incident-replay/vtime"
 )
 
 // own are fakesglang's flags; everything else is SGLang's.
@@ -32,6 +34,7 @@ type own struct {
 	startTime                  time.Time
 	profile                    string
 	bindAfter                  time.Duration
+	vclock                     string // a leader's clock socket: run on its virtual time
 }
 
 // usageError is an argparse-style failure: exit 2.
@@ -45,7 +48,7 @@ func splitOwn(argv []string) (own, []string, error) {
 	for i := 0; i < len(argv); i++ {
 		name, val, has := strings.Cut(argv[i], "=")
 		switch name {
-		case "--scenario", "--speed", "--seed", "--journal", "--start-time", "--log-file", "--profile", "--bind-after":
+		case "--scenario", "--speed", "--seed", "--journal", "--start-time", "--log-file", "--profile", "--bind-after", "--vclock":
 		default:
 			rest = append(rest, argv[i])
 			continue
@@ -67,6 +70,8 @@ func splitOwn(argv []string) (own, []string, error) {
 			o.logFile = val
 		case "--profile":
 			o.profile = val
+		case "--vclock":
+			o.vclock = val
 		case "--speed":
 			if o.speed, err = strconv.ParseFloat(val, 64); err == nil {
 				err = replay.CheckFactor(o.speed)
@@ -144,12 +149,20 @@ func config(o own, argv []string) (fakeserver.Config, error) {
 		cfg.Seed = o.seed
 		cfg.Clock = replay.Scaled(cfg.Timeline.Start, o.speed)
 	}
+	if o.vclock != "" {
+		// The leader (a harness) owns time; this process's clock follows it.
+		conn, err := net.Dial("unix", o.vclock)
+		if err != nil {
+			return cfg, fmt.Errorf("--vclock: %w", err)
+		}
+		cfg.Clock = vtime.Follow(conn, cfg.Timeline.Start, vtime.Options{})
+	}
 	cfg.InheritEnv()
 	cfg.Stdout, cfg.Stderr, cfg.LogFile = os.Stdout, os.Stderr, o.logFile
 	return cfg, nil
 }
 
-const usage = "usage: fakesglang [-h] --model-path MODEL_PATH [SGLang launch flags] [--scenario FILE|NAME] [--speed S] [--seed N] [--journal FILE] [--start-time RFC3339] [--log-file FILE]"
+const usage = "usage: fakesglang [-h] --model-path MODEL_PATH [SGLang launch flags] [--scenario FILE|NAME] [--speed S] [--seed N] [--journal FILE] [--start-time RFC3339] [--log-file FILE] [--vclock SOCKET]"
 
 func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	if slices.Contains(argv, "-h") || slices.Contains(argv, "--help") { // argparse: usage on stdout, exit 0

@@ -1,0 +1,213 @@
+package vtime
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// linked returns a leader and a follower joined by a Unix socket, as a harness and a fake
+// server in a container are; addr is where the follower's server will listen.
+var t0 = time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+
+func linked(t *testing.T, addr string) (leader, follower *Clock, link *Link) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "vclock.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	leader = New(t0, Options{})
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	fc, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower = Follow(fc, t0, Options{})
+	lc, ok := <-accepted
+	if !ok {
+		t.Fatal("accept failed")
+	}
+	link = leader.Lead(lc, addr)
+	t.Cleanup(func() {
+		follower.Close()
+		link.Close()
+		leader.Close()
+	})
+	return leader, follower, link
+}
+
+func TestFollowerTimersInterleaveWithTheLeaders(t *testing.T) {
+	leader, follower, _ := linked(t, "127.0.0.1:1")
+	var mu sync.Mutex
+	var got []string
+	note := func(who string, c *Clock) {
+		mu.Lock()
+		got = append(got, fmt.Sprintf("%s %s", who, c.Now().Sub(t0)))
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	run := func(who string, c *Clock, steps ...time.Duration) {
+		task := NewTask(c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer task.End()
+			for _, d := range steps {
+				if err := task.Sleep(context.Background(), d); err != nil {
+					t.Error(err)
+					return
+				}
+				note(who, c)
+			}
+		}()
+	}
+	start := time.Now()
+	run("follower", follower, 3*time.Second, 2*time.Second, 10*time.Minute)
+	run("leader", leader, 4*time.Second, 7*time.Minute)
+	waited := make(chan struct{})
+	go func() { wg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the linked clocks stalled; wake-ups so far %v", got)
+	}
+	want := []string{"follower 3s", "leader 4s", "follower 5s", "leader 7m4s", "follower 10m5s"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("order of wake-ups = %v, want %v", got, want)
+	}
+	if wall := time.Since(start); wall > 5*time.Second {
+		t.Errorf("10 minutes of linked virtual time took %s of wall time", wall)
+	}
+}
+
+// A Go client on the leader and a server on the follower hand a request over as they do on
+// one clock: the client's 3 s timeout does not fire during the handler's 1 s wait, and a
+// 500 ms one does, at 500 ms.
+func TestLinkedRequestHandOver(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	leader, follower, _ := linked(t, addr)
+	seen := make(chan time.Time, 1) // the follower's time as a handler begins
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		task := NewTask(follower)
+		defer task.End()
+		seen <- follower.Now()
+		Started(r.Context())
+		_ = task.Sleep(r.Context(), time.Second)
+		Answered(r.Context())
+		w.WriteHeader(http.StatusOK)
+	})}
+	Serve(srv)
+	go srv.Serve(Listen(ln, follower))
+	defer srv.Close()
+
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: DialContext((&net.Dialer{}).DialContext)}}
+	probe := func(timeout time.Duration) (time.Duration, error) {
+		task := NewTask(leader)
+		defer task.End()
+		ctx, cancel := context.WithCancel(WithTask(context.Background(), task))
+		defer cancel()
+		// Jumps the follower takes no part in: it must still read the time they reach.
+		if err := task.Sleep(ctx, 250*time.Millisecond); err != nil {
+			return 0, err
+		}
+		tm := leader.AfterFunc(timeout, func() { task.Wake(); cancel() })
+		defer tm.Stop()
+		begin := leader.Now()
+		var err error
+		RequestDuring(ctx, leader, addr, func() {
+			var req *http.Request
+			req, err = http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/health", nil)
+			if err != nil {
+				return
+			}
+			var resp *http.Response
+			if resp, err = client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		})
+		select {
+		case at := <-seen:
+			if !at.Equal(begin) {
+				t.Errorf("the follower's handler began at %s, the leader sent at %s", at.Sub(t0), begin.Sub(t0))
+			}
+		default:
+			t.Error("no handler began")
+		}
+		return leader.Now().Sub(begin), err
+	}
+	for i := range 5 {
+		took, err := probe(3 * time.Second)
+		if err != nil || took != time.Second {
+			t.Fatalf("probe %d with a 3 s timeout: took %s, err %v; want 1s, nil", i, took, err)
+		}
+	}
+	took, err := probe(500 * time.Millisecond)
+	if err == nil || took != 500*time.Millisecond {
+		t.Fatalf("probe with a 500 ms timeout: took %s, err %v; want a timeout at 500ms", took, err)
+	}
+}
+
+// Two things due at one instant, one on each clock, happen leader first on every run.
+func TestLinkedTiesGoToTheLeaderFirst(t *testing.T) {
+	leader, follower, _ := linked(t, "127.0.0.1:1")
+	for i := range 20 {
+		var mu sync.Mutex
+		var order []string
+		var wg sync.WaitGroup
+		for _, side := range []struct {
+			name string
+			c    *Clock
+		}{{"follower", follower}, {"leader", leader}} {
+			task := NewTask(side.c)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer task.End()
+				_ = task.Sleep(context.Background(), time.Second)
+				mu.Lock()
+				order = append(order, side.name)
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		if fmt.Sprint(order) != "[leader follower]" {
+			t.Fatalf("round %d: wake-ups at one instant in order %v, want the leader's first", i, order)
+		}
+	}
+}
+
+func TestLinkReportsTheFollowersExit(t *testing.T) {
+	_, follower, link := linked(t, "127.0.0.1:1")
+	if _, ok := link.Exited(); ok {
+		t.Fatal("exited before the follower said so")
+	}
+	follower.Exit(137)
+	follower.Close()
+	select {
+	case <-link.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the link did not end when the follower closed")
+	}
+	if code, ok := link.Exited(); !ok || code != 137 {
+		t.Fatalf("Exited() = %d, %v; want 137, true", code, ok)
+	}
+}
