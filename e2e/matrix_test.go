@@ -24,18 +24,10 @@ var matrixTools = []string{
 
 type pairKey struct{ scenario, tool string }
 
-// containerUnpinned are tools whose pinned (in-process) verdicts do not carry over to
-// containers, and why.
-var containerUnpinned = map[string]string{
-	"curl-strict": "docker-proxy accepts connections while the server is down, so curl gets an empty reply (exit 52), which --retry does not retry: it gives up at once instead of running out its retries",
-	"k8s-kserve":  "docker-proxy resets connections while the server is down, which the probe counts as failures at a different pace than ECONNREFUSED",
-	"k8s-sglang":  "it claims ready when the container runs, and in containers the tool starts 0.4-0.6 s of wall time (25-35 s of scenario time at 60x) after the server's clock: past t_ready in the short scenarios",
-}
-
-// matrixEntries is one entry per (scenario, tool) pair: the pinned verdict, or "" where the
-// verdict depends on timing (or, in containers, on docker-proxy) and only a clean run is
-// asserted.
-func matrixEntries(all []*scenarios.Scenario, inContainers bool) []TableEntry {
+// matrixEntries is one entry per (scenario, tool) pair: the pinned verdict, or "" where
+// harness/expect.yaml pins none and only a clean run is asserted. On virtual time a container
+// run must reach the verdict an in-process run does.
+func matrixEntries(all []*scenarios.Scenario) []TableEntry {
 	pins, err := harness.BuiltinExpectations()
 	if err != nil {
 		panic(fmt.Sprintf("harness/expect.yaml: %v", err)) // the table would pin nothing
@@ -44,9 +36,7 @@ func matrixEntries(all []*scenarios.Scenario, inContainers bool) []TableEntry {
 	for _, s := range all {
 		for _, tool := range matrixTools {
 			var want harness.Verdict
-			_, unpinned := containerUnpinned[tool]
 			switch {
-			case inContainers && unpinned:
 			case tool == "llmwait":
 				want = s.Expect.Verdict
 			default:
@@ -125,7 +115,7 @@ var _ = Describe("scenario x tool matrix in-process", Ordered, ContinueOnFailure
 
 	DescribeTable("verdict", func(scenario, tool string, want harness.Verdict) {
 		assertPair(results, scenario, tool, want)
-	}, matrixEntries(all, false))
+	}, matrixEntries(all))
 })
 
 // On virtual time a probe costs no scenario time, so the pair the matrix can only bound has
@@ -160,7 +150,7 @@ var _ = Describe("scenario x tool matrix in containers", Ordered, ContinueOnFail
 
 	DescribeTable("verdict", func(scenario, tool string, want harness.Verdict) {
 		assertPair(results, scenario, tool, want)
-	}, matrixEntries(all, true))
+	}, matrixEntries(all))
 
 	It("ran every tool on every scenario", func() {
 		for _, s := range all {

@@ -338,7 +338,17 @@ func runOnClock(ctx context.Context, image string, o options, opts []testcontain
 		return c, fmt.Errorf("run fakesglang: the container's fakesglang did not join the clock within 30s (%w); see its logs", err)
 	}
 	c.link = o.clock.Lead(conn, "127.0.0.1:"+strconv.Itoa(port))
-	return c, nil
+	// Joining means its journal exists and its timeline is scheduled.
+	select {
+	case <-c.link.Joined():
+		return c, nil
+	case <-c.link.Done():
+		return c, errors.New("run fakesglang: the container's fakesglang left the clock before it joined; see its logs")
+	case <-time.After(30 * time.Second):
+		return c, errors.New("run fakesglang: the container's fakesglang did not join the clock within 30s; see its logs")
+	case <-ctx.Done():
+		return c, ctx.Err()
+	}
 }
 
 // Link is the container's end of WithClock's clock, nil without it: it announces the server

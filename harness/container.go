@@ -169,21 +169,25 @@ type ctrTarget struct {
 // own timeout), so it waits again until the container has exited or is gone, or until ctx
 // ends (Stop ends it).
 func (t *ctrTarget) watch(ctx context.Context) {
-	defer close(t.done)
 	if link := t.ctr.Link(); link != nil {
-		// On virtual time the server announces its exit at the instant it happens.
+		// On virtual time the server announces its exit at the instant it happens; the
+		// clock is held until the tool's view (Done) has it.
 		select {
 		case <-link.ExitAnnounced():
 			code, _ := link.Exited()
 			t.mu.Lock()
 			t.code, t.exited = code, true
 			t.mu.Unlock()
+			close(t.done)
+			link.ExitSeen()
 			return
 		case <-link.Done(): // gone without a word: Docker knows the code
 		case <-ctx.Done():
+			close(t.done)
 			return
 		}
 	}
+	defer close(t.done)
 	for {
 		code, err := t.ctr.Wait(ctx)
 		if err == nil {

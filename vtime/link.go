@@ -48,17 +48,25 @@ type follower struct {
 }
 
 // Follow returns a clock that reads start and moves only when the leader at the other end of
-// conn (see Lead) says so. Close closes conn.
+// conn (see Lead) says so, once Join has been called. Close closes conn.
 func Follow(conn io.ReadWriteCloser, start time.Time, opts Options) *Clock {
 	f := &follower{w: bufio.NewWriter(conn), rc: conn, horizon: start}
 	c := &Clock{opts: opts.withDefaults(), now: start, published: start, parts: map[uint64]Participant{},
 		listeners: map[string]bool{}, clients: map[string]*clientConn{},
 		kick: make(chan struct{}, 1), doneCh: make(chan struct{}), link: f}
-	f.send("H")
 	c.wg.Add(2)
 	go c.drive()
 	go c.answer(bufio.NewReader(conn))
 	return c
+}
+
+// Join tells the leader this follower is on the clock: until then the leader holds its time,
+// so a server can set itself up (create its journal, schedule its timeline) first. It does
+// nothing on a clock that is not a follower.
+func (c *Clock) Join() {
+	if c != nil && c.link != nil {
+		c.link.send("H")
+	}
 }
 
 func (f *follower) send(words ...string) {
@@ -190,6 +198,10 @@ type Link struct {
 	reply  chan [3]int64 // seq, idle, next
 	done   chan struct{}
 	exit   chan struct{} // closed when the follower announces its exit
+	joined chan struct{} // closed at the follower's hello
+	// exitHold holds the clock from the announced exit until its consumer has seen it
+	// (ExitSeen), so a tool watching the server wakes at the instant of the exit.
+	exitHold func()
 
 	mu      sync.Mutex
 	seq     int64
@@ -205,7 +217,7 @@ type Link struct {
 // client's request to it is handed over like one to a server of c's own). The link ends
 // when the stream does; Close ends it early.
 func (c *Clock) Lead(conn io.ReadWriteCloser, addr string) *Link {
-	l := &Link{c: c, w: bufio.NewWriter(conn), rc: conn, reply: make(chan [3]int64, 1), done: make(chan struct{}), exit: make(chan struct{})}
+	l := &Link{c: c, w: bufio.NewWriter(conn), rc: conn, reply: make(chan [3]int64, 1), done: make(chan struct{}), exit: make(chan struct{}), joined: make(chan struct{})}
 	c.mu.Lock()
 	c.listeners[addr] = true
 	c.links = append(c.links, l)
@@ -231,6 +243,8 @@ func (l *Link) read(r *bufio.Reader, addr string) {
 		l.mu.Unlock()
 		close(l.done)
 		l.c.touch()
+		// A consumer that never says it saw the exit does not hold the clock for ever.
+		time.AfterFunc(time.Second, l.ExitSeen)
 	}()
 	for {
 		line, err := r.ReadString('\n')
@@ -249,7 +263,10 @@ func (l *Link) read(r *bufio.Reader, addr string) {
 		switch {
 		case w[0] == "H":
 			l.mu.Lock()
-			l.hello = true
+			if !l.hello {
+				l.hello = true
+				close(l.joined)
+			}
 			l.mu.Unlock()
 			l.c.touch()
 		case w[0] == "R" && len(w) == 4:
@@ -279,6 +296,7 @@ func (l *Link) read(r *bufio.Reader, addr string) {
 				l.mu.Lock()
 				if !l.exited {
 					l.code, l.exited = code, true
+					l.exitHold = l.c.Hold()
 					close(l.exit)
 				}
 				l.mu.Unlock()
@@ -349,6 +367,9 @@ func (l *Link) Exited() (int, bool) {
 	return l.code, l.exited
 }
 
+// Joined is closed when the follower has joined the clock (see Join).
+func (l *Link) Joined() <-chan struct{} { return l.joined }
+
 // Done is closed when the follower's stream ends.
 func (l *Link) Done() <-chan struct{} { return l.done }
 
@@ -356,8 +377,21 @@ func (l *Link) Done() <-chan struct{} { return l.done }
 // at the virtual instant of the exit, before its process is gone.
 func (l *Link) ExitAnnounced() <-chan struct{} { return l.exit }
 
+// ExitSeen releases the hold the announced exit took: whoever reports the exit to the
+// tool has done so. Safe to call at any time and more than once.
+func (l *Link) ExitSeen() {
+	l.mu.Lock()
+	release := l.exitHold
+	l.exitHold = nil
+	l.mu.Unlock()
+	if release != nil {
+		release()
+	}
+}
+
 // Close detaches the follower and closes the stream.
 func (l *Link) Close() error {
+	l.ExitSeen()
 	l.detach()
 	return l.rc.Close()
 }

@@ -38,6 +38,7 @@ func linked(t *testing.T, addr string) (leader, follower *Clock, link *Link) {
 		t.Fatal(err)
 	}
 	follower = Follow(fc, t0, Options{})
+	follower.Join()
 	lc, ok := <-accepted
 	if !ok {
 		t.Fatal("accept failed")

@@ -188,6 +188,9 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 				fmt.Fprintln(stderr, "fakesglang:", serr)
 				return 1
 			}
+			if vc, ok := cfg.Clock.(*vtime.Clock); ok {
+				vc.Join() // the journal exists and the timeline is scheduled
+			}
 			code, werr := srv.Wait(ctx)
 			if werr != nil { // SIGTERM/SIGINT: stop like uvicorn's shutdown
 				_ = srv.Stop(context.Background())
