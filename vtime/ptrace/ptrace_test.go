@@ -4,10 +4,13 @@ package ptrace
 
 import (
 	"bufio"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,12 +28,27 @@ func build(t *testing.T, name string, args ...string) string {
 	return bin
 }
 
-// run traces argv on a fresh virtual clock starting at epoch and returns its output lines
-// and exit code.
+// buildPkg compiles the main package pkg.
+func buildPkg(t *testing.T, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+// run traces argv on a fresh virtual clock starting at epoch and returns its output lines,
+// exit code and wall time.
 func run(t *testing.T, epoch time.Time, argv ...string) ([]string, int, time.Duration) {
 	t.Helper()
 	c := vtime.New(epoch, vtime.Options{})
 	defer c.Close()
+	return runOn(t, c, argv...)
+}
+
+func runOn(t *testing.T, c *vtime.Clock, argv ...string) ([]string, int, time.Duration) {
+	t.Helper()
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -43,16 +61,24 @@ func run(t *testing.T, epoch time.Time, argv ...string) ([]string, int, time.Dur
 		t.Fatal(err)
 	}
 	var lines []string
-	sc := bufio.NewScanner(pr)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	pr.Close()
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+	}()
 	select {
 	case <-tr.Done():
-	case <-time.After(30 * time.Second):
-		t.Fatalf("tracee did not end; output %q", lines)
+	case <-time.After(20 * time.Second):
+		tr.Close()
+		<-read
+		pr.Close()
+		t.Fatalf("tracee still runs after 20 s of wall time; output %q", lines)
 	}
+	<-read
+	pr.Close()
 	wall := time.Since(begin)
 	tr.Recorded()
 	code := tr.ExitCode()
@@ -88,5 +114,62 @@ func TestGoSleepsOnVirtualTime(t *testing.T) {
 	}
 	if wall > 2*time.Second {
 		t.Errorf("4 sleeps of 300 s took %v of wall time", wall)
+	}
+}
+
+// A wait4x-like Go waiter against a server on the same clock: 503 until 40 s, then 200 that
+// takes 25 s to answer until 60 s (past the 3 s client timeout), then 200 at once.
+func TestGoWaiterAgainstServer(t *testing.T) {
+	bin := buildPkg(t, "github.com/incident-replay/incident-replay/internal/testprog/gowaiter")
+	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	c := vtime.New(epoch, vtime.Options{})
+	defer c.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var probes []time.Duration
+	var mu sync.Mutex
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		task := vtime.NewTask(c)
+		defer task.End()
+		ctx := vtime.WithTask(r.Context(), task)
+		vtime.Started(ctx)
+		defer vtime.Answered(ctx)
+		at := c.Now().Sub(epoch)
+		mu.Lock()
+		probes = append(probes, at)
+		mu.Unlock()
+		switch {
+		case at < 40*time.Second:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case at < 60*time.Second:
+			_ = task.Sleep(ctx, 25*time.Second)
+		}
+	})}
+	vtime.Serve(srv)
+	go func() { _ = srv.Serve(vtime.Listen(ln, c)) }()
+	defer srv.Close()
+
+	lines, code, wall := runOn(t, c, bin, "-url", "http://"+ln.Addr().String()+"/health", "-timeout", "10m")
+	t.Logf("wall %v: %q", wall, lines)
+	if code != 0 || len(lines) == 0 || lines[len(lines)-1] != "ready" {
+		t.Fatalf("exit %d, output %q", code, lines)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Probes start every 5 s after the previous one ended: 0 5 ... 40 (503 until 40), the
+	// 25 s answers at 40 and 48 hit the 3 s timeout, then 56 (<60, times out again), 64 ok.
+	want := []time.Duration{0, 5, 10, 15, 20, 25, 30, 35, 40, 48, 56, 64}
+	if len(probes) != len(want) {
+		t.Fatalf("probes at %v, want %v s", probes, want)
+	}
+	for i, p := range probes {
+		if d := p - want[i]*time.Second; d < 0 || d > 100*time.Millisecond {
+			t.Errorf("probe %d at %v, want %vs", i, p, want[i])
+		}
+	}
+	if wall > 3*time.Second {
+		t.Errorf("64 s of polling took %v of wall time", wall)
 	}
 }
