@@ -167,6 +167,23 @@ func (s Scorecard) WriteTable(w io.Writer) error {
 	return nil
 }
 
+// timeOf says how a tool saw time: the modes its runs ran in, in order of first use.
+func (s Scorecard) timeOf(t Tool) string {
+	var modes []string
+	for _, r := range s.Results {
+		if r.Tool == t.Name && r.Mode != "" && !slices.Contains(modes, string(r.Mode)) {
+			modes = append(modes, string(r.Mode))
+		}
+	}
+	switch {
+	case len(modes) > 0:
+		return strings.Join(modes, ", ")
+	case t.Unscaled:
+		return "unscaled (S=1)"
+	}
+	return "compressed"
+}
+
 func mismatchText(r Result) string {
 	if r.Err != nil {
 		return "error: " + r.Err.Error()
@@ -207,11 +224,7 @@ func (s Scorecard) WriteMarkdown(w io.Writer) error {
 	if len(s.Tools) > 0 {
 		b.WriteString("\n## Tools\n\n| tool | kind | time | must pass | what |\n|---|---|---|---|---|\n")
 		for _, t := range s.Tools {
-			scale := "compressed"
-			if t.Unscaled {
-				scale = "unscaled (S=1)"
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %v | %s |\n", t.Name, t.Kind(), scale, t.MustPass, strings.ReplaceAll(t.Description, "|", "\\|"))
+			fmt.Fprintf(&b, "| %s | %s | %s | %v | %s |\n", t.Name, t.Kind(), s.timeOf(t), t.MustPass, strings.ReplaceAll(t.Description, "|", "\\|"))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -1,0 +1,45 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/incident-replay/incident-replay/vtime/ptrace"
+)
+
+// A Go binary scored on virtual time is traced (its own time is virtual, not the machine's):
+// its probes land where its 5 s interval puts them and the claim is exact.
+func TestGoBinaryToolIsTraced(t *testing.T) {
+	if !ptrace.Supported {
+		t.Skip("no tracer on this platform")
+	}
+	needShell(t, Virtual)
+	dir := t.TempDir()
+	buildGoWaiter(t, dir)
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	tool := Tool{Name: "gowaiter", Command: "gowaiter -url {{.URL}}/health -timeout 2m", Interval: 5 * time.Second, Budget: 2 * time.Minute}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, speed := range []float64{Virtual, 60} {
+		start := time.Now()
+		r := Runner{Launcher: InProcess{}, Speed: speed}.Run(ctx, happyCase(), tool)
+		wall := time.Since(start)
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		t.Logf("speed %g: %s %s at %s, mode %s, wall %s: %s", speed, r.Verdict, r.Reason, r.ClaimAfter(), r.Mode, wall, r.Output)
+		if r.Mode != ModePtrace || r.Exec != ExecGo {
+			t.Errorf("speed %g: mode %q (%s), want %q", speed, r.Mode, r.Exec, ModePtrace)
+		}
+		// Probes at 0, 5, 10, 15 s find no listener, the one at 20 s a 503 (bound, not
+		// ready); the one at 25 s is answered 200 after SGLang's 1 s health check.
+		if d := r.ClaimAfter() - 26*time.Second; r.Verdict != ReadyOK || d < 0 || d > time.Millisecond {
+			t.Errorf("speed %g: %s at %s, want %s at 26s", speed, r.Verdict, r.ClaimAfter(), ReadyOK)
+		}
+		if wall > 15*time.Second {
+			t.Errorf("speed %g: 25 s of polling took %s of wall time", speed, wall)
+		}
+	}
+}
