@@ -364,7 +364,8 @@ func (r shellRun) await(ctx context.Context, g toolGroup, limit clockwork.Timer)
 		still int // consecutive scans that saw the group do nothing
 		asked = -1
 	)
-	deadline := r.clock.Now().Add(time.Duration(MaxExtension * float64(r.limit)))
+	start := r.clock.Now()
+	deadline := start.Add(time.Duration(MaxExtension * float64(r.limit)))
 	// stopHung kills a tool that will not return and records when.
 	stopHung := func() Claim {
 		g.kill()
@@ -400,7 +401,7 @@ func (r shellRun) await(ctx context.Context, g toolGroup, limit clockwork.Timer)
 			c := stopHung()
 			if probing {
 				c.Outcome = ClaimFailed
-				c.Detail = fmt.Sprintf("still probing the server at %s past the harness limit: stopped", FormatDuration(time.Duration(MaxExtension*float64(r.limit))))
+				c.Detail = fmt.Sprintf("still probing the server at %s, %gx the harness limit: stopped", FormatDuration(r.clock.Now().Sub(start)), MaxExtension)
 			}
 			return c, true, nil
 		case <-ctx.Done():

@@ -43,3 +43,31 @@ func TestGoBinaryToolIsTraced(t *testing.T) {
 		}
 	}
 }
+
+// A single-process poller that never accepts an answer keeps asking past the harness limit:
+// its requests reach the server, so it is not hung; it is stopped at the end of the extension
+// and scored as giving up then.
+func TestStillProbingIsNotHung(t *testing.T) {
+	if !ptrace.Supported {
+		t.Skip("no tracer on this platform")
+	}
+	needShell(t, Virtual)
+	dir := t.TempDir()
+	buildGoWaiter(t, dir)
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	tool := Tool{Name: "forever", Command: "gowaiter -url {{.URL}}/no-such-route -timeout 1000h", Interval: 5 * time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := happyCase()
+	r := Runner{Launcher: InProcess{}, Speed: Virtual}.Run(ctx, c, tool)
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	t.Logf("%s at %s: %s; %s", r.Verdict, r.ClaimAfter(), r.Reason, r.Claim.Detail)
+	if r.Verdict == Hung || r.Claim.Outcome != ClaimFailed {
+		t.Fatalf("a poller still asking was scored %s (%s)", r.Verdict, r.Claim.Outcome)
+	}
+	if want := time.Duration(MaxExtension * float64(Limit(c, tool))); r.ClaimAfter() < want {
+		t.Errorf("stopped at %s, before the end of the extension %s", r.ClaimAfter(), want)
+	}
+}
