@@ -173,3 +173,45 @@ func TestGoWaiterAgainstServer(t *testing.T) {
 		t.Errorf("64 s of polling took %v of wall time", wall)
 	}
 }
+
+// A process tree: bash (dynamic, its vDSO hidden too) forks the Go sleeper, then date and a
+// static C program that sleeps through libc; every one of them sees virtual time.
+func TestTreeOfProcesses(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not installed")
+	}
+	bin := build(t, "sleeper")
+	script := bin + " 2 300s; date +%s; sleep 60; date +%s"
+	if cc, err := exec.LookPath("cc"); err == nil {
+		dir := t.TempDir()
+		src := filepath.Join(dir, "s.c")
+		prog := "#include <stdio.h>\n#include <time.h>\n#include <unistd.h>\nint main(void){sleep(120);printf(\"%ld\\n\",(long)time(0));return 0;}\n"
+		if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(cc, "-static", "-o", filepath.Join(dir, "cstatic"), src).CombinedOutput(); err == nil {
+			script += "; " + filepath.Join(dir, "cstatic")
+		} else {
+			t.Logf("no static C binary (%v: %s)", err, out)
+		}
+	}
+	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	lines, code, wall := run(t, epoch, bash, "-c", script)
+	t.Logf("wall %v: %q", wall, lines)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	want := []int64{600, 660, 780} // after the Go sleeps, the sleep 60, the static sleep(120)
+	if len(lines) < 5 {
+		t.Fatalf("output %q", lines)
+	}
+	for i, l := range lines[3:] {
+		if got := parseInt(l) - epoch.Unix(); got < want[i] || got > want[i]+1 {
+			t.Errorf("line %q: %d s after the epoch, want %d", l, got, want[i])
+		}
+	}
+	if wall > 3*time.Second {
+		t.Errorf("13 minutes of sleeps took %v of wall time", wall)
+	}
+}
