@@ -14,6 +14,7 @@ import (
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/truth"
 	"github.com/incident-replay/incident-replay/vtime"
+	"github.com/incident-replay/incident-replay/vtime/ptrace"
 )
 
 // Result is one (scenario, tool) run, scored.
@@ -126,6 +127,21 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 	clock := tgt.Clock()
 	out := &tailBuffer{max: 2048}
 	claim, err := runTool(ctx, c, t, res.Mode, clock, tgt, r.Launcher.Published(), res.Limit, r.Faketime, r.RunDir, out)
+	if errors.Is(err, errUntraced) && ptrace.Supported {
+		// A Go or static binary the command's first program started: the run so far was not
+		// on virtual time, so it is thrown away and the pair runs again, traced.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		_ = tgt.Stop(sctx)
+		cancel()
+		res.Mode = ModePtrace
+		if tgt, err = r.Launcher.Launch(ctx, c, res.Speed); err != nil {
+			res.Err = fmt.Errorf("launch %s (%s): %w", c.Name, r.Launcher.Name(), err)
+			return res
+		}
+		clock = tgt.Clock()
+		out = &tailBuffer{max: 2048}
+		claim, err = runTool(ctx, c, t, res.Mode, clock, tgt, r.Launcher.Published(), res.Limit, r.Faketime, r.RunDir, out)
+	}
 	res.Output = out.String()
 	if cu, ok := tgt.(catcher); ok && err == nil {
 		cu.CatchUp(claim.At)

@@ -3,6 +3,7 @@ package harness
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -251,9 +252,9 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	g := toolGroup{pgid: cmd.Process.Pid, recorded: func() {}, requests: r.requests(ctx)}
 	untrack := r.rundir.trackGroup(g.pgid)
 	if vs != nil {
-		detach, done := vs.attach(g.pgid, pr)
+		detach, done, untraced := vs.attach(g.pgid, pr)
 		defer detach()
-		g.recorded = done
+		g.recorded, g.untraced = done, untraced
 		g.wallCap = time.After(virtualWallLimit)
 	}
 	if r.started != nil {
@@ -344,6 +345,7 @@ type toolGroup struct {
 	recorded func()           // the harness has recorded when the tool ended
 	wallCap  <-chan time.Time // on virtual time: the wall-time bound; nil otherwise
 	requests func() int       // requests the server has had from clients so far; -1 unknown
+	untraced <-chan struct{}  // on the library: a Go or static binary runs in the group; nil otherwise
 }
 
 func (g toolGroup) kill() { _ = syscall.Kill(-g.pgid, syscall.SIGKILL) }
@@ -382,6 +384,11 @@ func (r shellRun) await(ctx context.Context, g toolGroup, limit clockwork.Timer)
 			return claim, false, nil
 		case <-g.wallCap: // busy without ever waiting: virtual time cannot reach the limit
 			return stopHung(), true, nil
+		case <-g.untraced:
+			g.kill()
+			<-g.exited
+			g.recorded()
+			return claim, false, errUntraced
 		case <-limit.Chan():
 			now := scanGroup(g.pgid)
 			n := g.requests()
@@ -498,6 +505,10 @@ func outcomeOf(ready bool) Outcome {
 	}
 	return ClaimFailed
 }
+
+// errUntraced ends a run on the LD_PRELOAD library in which a Go or static binary started:
+// the pair is run again traced (ModePtrace).
+var errUntraced = errors.New("a Go or static binary runs in the tool's process group, out of the library's reach")
 
 // MaxExtension bounds how far past its limit a shell tool that keeps starting processes may
 // run. The limit already allows 1.8 times the tool's budget; a loop still going at twice

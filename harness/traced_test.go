@@ -71,3 +71,30 @@ func TestStillProbingIsNotHung(t *testing.T) {
 		t.Errorf("stopped at %s, before the end of the extension %s", r.ClaimAfter(), want)
 	}
 }
+
+// A Go binary that a wrapper starts (the first program, timeout, is dynamic) is found in the
+// group while the pair runs on the library; the pair is run again traced and scores as if
+// the binary had been first.
+func TestUntracedChildRerunsTraced(t *testing.T) {
+	if !ptrace.Supported {
+		t.Skip("no tracer on this platform")
+	}
+	needShell(t, Virtual, "timeout")
+	dir := t.TempDir()
+	buildGoWaiter(t, dir)
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	tool := Tool{Name: "wrapped", Command: "timeout 600 gowaiter -url {{.URL}}/health -timeout 2m", Interval: 5 * time.Second, Budget: 2 * time.Minute}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := Runner{Launcher: InProcess{}, Speed: Virtual}.Run(ctx, happyCase(), tool)
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	t.Logf("%s at %s, mode %s: %s", r.Verdict, r.ClaimAfter(), r.Mode, r.Reason)
+	if r.Mode != ModePtrace {
+		t.Errorf("mode %q, want %q", r.Mode, ModePtrace)
+	}
+	if d := r.ClaimAfter() - 26*time.Second; r.Verdict != ReadyOK || d < 0 || d > time.Millisecond {
+		t.Errorf("%s at %s, want %s at 26s", r.Verdict, r.ClaimAfter(), ReadyOK)
+	}
+}
