@@ -15,6 +15,11 @@
 // The tracee is a participant of the clock: idle when every thread sleeps in the kernel
 // (a registered wait, or a wait for something another participant must do first, such as a
 // read from the fake server), none is stopped for the tracer, and no interrupt is on its way.
+//
+// Limits: the tracer waits for the tracee's process group, so a process that leaves it
+// (setsid, setpgid) is no longer followed; timerfd, socket timeouts (SO_RCVTIMEO) and
+// interval timers are not virtualised; a wait interrupted by another signal and restarted
+// by the kernel keeps its deadline, one that the program itself retries is registered anew.
 package ptrace
 
 import (

@@ -112,7 +112,9 @@ func TestGoSleepsOnVirtualTime(t *testing.T) {
 			t.Errorf("line %q: elapsed %v, want %v", l, el, time.Duration(i+1)*300*time.Second)
 		}
 	}
-	if wall > 2*time.Second {
+	// Measured 0.4-0.5 s; the bound leaves room for a loaded machine and is still a
+	// hundredth of the real 20 minutes.
+	if wall > 10*time.Second {
 		t.Errorf("4 sleeps of 300 s took %v of wall time", wall)
 	}
 }
@@ -169,7 +171,7 @@ func TestGoWaiterAgainstServer(t *testing.T) {
 			t.Errorf("probe %d at %v, want %vs", i, p, want[i])
 		}
 	}
-	if wall > 3*time.Second {
+	if wall > 10*time.Second { // measured 0.7 s
 		t.Errorf("64 s of polling took %v of wall time", wall)
 	}
 }
@@ -211,7 +213,7 @@ func TestTreeOfProcesses(t *testing.T) {
 			t.Errorf("line %q: %d s after the epoch, want %d", l, got, want[i])
 		}
 	}
-	if wall > 3*time.Second {
+	if wall > 10*time.Second { // measured 0.4 s
 		t.Errorf("13 minutes of sleeps took %v of wall time", wall)
 	}
 }
