@@ -14,6 +14,7 @@ import (
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/truth"
 	"github.com/incident-replay/incident-replay/vtime"
+	"github.com/incident-replay/incident-replay/vtime/ptrace"
 )
 
 // Result is one (scenario, tool) run, scored.
@@ -21,7 +22,9 @@ type Result struct {
 	Scenario string
 	Tool     string
 	Speed    float64 // the S the pair ran at (1 for unscaled tools)
-	Unscaled bool
+	Unscaled bool    // ran at S=1: an unscaled tool, or a Go or static binary that could not be traced
+	Mode     Mode    // how the tool saw time
+	Exec     ExecKind
 	Verdict  Verdict
 	Expect   Verdict // "" when nothing is expected of this tool here
 	MustPass bool
@@ -97,10 +100,9 @@ type Runner struct {
 // Run launches c's server, runs t against it until t returns or the harness limit, stops the
 // server and scores the claim against the journal.
 func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
-	res = Result{Scenario: c.Name, Tool: t.Name, Speed: r.Speed, Unscaled: t.Unscaled, MustPass: t.MustPass, Limit: Limit(c, t)}
-	if t.Unscaled {
-		res.Speed = 1
-	}
+	res = Result{Scenario: c.Name, Tool: t.Name, Unscaled: t.Unscaled, MustPass: t.MustPass, Limit: Limit(c, t)}
+	res.Speed, res.Mode, res.Exec = pickMode(t, r.Speed, r.Launcher)
+	res.Unscaled = res.Unscaled || (res.Mode == ModeReal && r.Speed != 1)
 	if r.Expect != nil {
 		if v, ok := r.Expect(c, t); ok {
 			res.Expect = v
@@ -124,7 +126,22 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 	}
 	clock := tgt.Clock()
 	out := &tailBuffer{max: 2048}
-	claim, err := runTool(ctx, c, t, clock, tgt, r.Launcher.Published(), res.Limit, r.Faketime, r.RunDir, out)
+	claim, err := runTool(ctx, c, t, res.Mode, clock, tgt, r.Launcher.Published(), res.Limit, r.Faketime, r.RunDir, out)
+	if errors.Is(err, errUntraced) && ptrace.Supported {
+		// A Go or static binary the command's first program started: the run so far was not
+		// on virtual time, so it is thrown away and the pair runs again, traced.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		_ = tgt.Stop(sctx)
+		cancel()
+		res.Mode = ModePtrace
+		if tgt, err = r.Launcher.Launch(ctx, c, res.Speed); err != nil {
+			res.Err = fmt.Errorf("launch %s (%s): %w", c.Name, r.Launcher.Name(), err)
+			return res
+		}
+		clock = tgt.Clock()
+		out = &tailBuffer{max: 2048}
+		claim, err = runTool(ctx, c, t, res.Mode, clock, tgt, r.Launcher.Published(), res.Limit, r.Faketime, r.RunDir, out)
+	}
 	res.Output = out.String()
 	if cu, ok := tgt.(catcher); ok && err == nil {
 		cu.CatchUp(claim.At)
@@ -200,14 +217,14 @@ type toolStarter interface {
 }
 
 // runTool runs a shell or Go tool against tgt until it claims, gives up, or hits limit.
-func runTool(ctx context.Context, c Case, t Tool, clock replay.Clock, tgt Target, published bool, limit time.Duration, ft Faketime, rd *RunDir, out io.Writer) (Claim, error) {
+func runTool(ctx context.Context, c Case, t Tool, mode Mode, clock replay.Clock, tgt Target, published bool, limit time.Duration, ft Faketime, rd *RunDir, out io.Writer) (Claim, error) {
 	started := func() {}
 	if ts, ok := tgt.(toolStarter); ok {
 		started = ts.ToolStarted
 	}
 	defer started()
 	if t.Wait == nil {
-		return shellRun{tool: t, clock: clock, target: tgt, limit: limit, faketime: ft, env: toolEnv(), output: out, started: started, rundir: rd}.run(ctx)
+		return shellRun{tool: t, clock: clock, target: tgt, limit: limit, faketime: ft, env: toolEnv(), output: out, started: started, rundir: rd, mode: mode}.run(ctx)
 	}
 	host, port, err := splitURL(tgt.BaseURL())
 	if err != nil {

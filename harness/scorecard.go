@@ -115,7 +115,7 @@ func ShortVerdict(v Verdict) string {
 }
 
 // cellText is a verdict and its claim time; "!" marks a missed expectation, "~" a pair run
-// unscaled (S=1).
+// in real time (S=1: an unscaled tool, or a Go or static binary that could not be traced).
 func cellText(r Result) string {
 	if r.Err != nil {
 		return "ERROR"
@@ -156,7 +156,7 @@ func (s Scorecard) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n%d runs, %s, speed %gx%s. Cells: verdict and claim time (scenario time); ! missed expectation; ~ ran unscaled (S=1).\n",
+	fmt.Fprintf(w, "\n%d runs, %s, speed %gx%s. Cells: verdict and claim time (scenario time); ! missed expectation; ~ ran in real time (S=1).\n",
 		len(s.Results), s.Where, s.Speed, s.WallClause())
 	if mm := s.Mismatches(); len(mm) > 0 {
 		fmt.Fprintf(w, "\nExpected vs got (%d):\n", len(mm))
@@ -165,6 +165,23 @@ func (s Scorecard) WriteTable(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// timeOf says how a tool saw time: the modes its runs ran in, in order of first use.
+func (s Scorecard) timeOf(t Tool) string {
+	var modes []string
+	for _, r := range s.Results {
+		if r.Tool == t.Name && r.Mode != "" && !slices.Contains(modes, string(r.Mode)) {
+			modes = append(modes, string(r.Mode))
+		}
+	}
+	switch {
+	case len(modes) > 0:
+		return strings.Join(modes, ", ")
+	case t.Unscaled:
+		return "unscaled (S=1)"
+	}
+	return "compressed"
 }
 
 func mismatchText(r Result) string {
@@ -180,7 +197,7 @@ func (s Scorecard) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# incident-replay scorecard\n\n%d runs (%d scenarios x %d tools), %s, speed %gx%s.\n\n",
 		len(s.Results), len(scen), len(tools), s.Where, s.Speed, s.WallClause())
-	b.WriteString("Cells: verdict and claim time (scenario time). **!** missed expectation; ~ ran unscaled (S=1).\n\n")
+	b.WriteString("Cells: verdict and claim time (scenario time). **!** missed expectation; ~ ran in real time (S=1).\n\n")
 	b.WriteString("| scenario | expect | " + strings.Join(tools, " | ") + " |\n|---|---|" + strings.Repeat("---|", len(tools)) + "\n")
 	for _, sc := range scen {
 		exp := s.expectOf(sc, tools)
@@ -207,11 +224,7 @@ func (s Scorecard) WriteMarkdown(w io.Writer) error {
 	if len(s.Tools) > 0 {
 		b.WriteString("\n## Tools\n\n| tool | kind | time | must pass | what |\n|---|---|---|---|---|\n")
 		for _, t := range s.Tools {
-			scale := "compressed"
-			if t.Unscaled {
-				scale = "unscaled (S=1)"
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %v | %s |\n", t.Name, t.Kind(), scale, t.MustPass, strings.ReplaceAll(t.Description, "|", "\\|"))
+			fmt.Fprintf(&b, "| %s | %s | %s | %v | %s |\n", t.Name, t.Kind(), s.timeOf(t), t.MustPass, strings.ReplaceAll(t.Description, "|", "\\|"))
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -3,6 +3,7 @@ package harness
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -153,6 +154,7 @@ type shellRun struct {
 	output   io.Writer // the tool's combined output, for the report; may be nil
 	started  func()    // called once the tool's processes are on the run's clock; may be nil
 	rundir   *RunDir   // records the tool's process group and /dev/shm objects; may be nil
+	mode     Mode      // ModePtrace: traced onto the virtual clock instead of LD_PRELOAD
 }
 
 // proxyVars are dropped from a tool's environment: curl and Python route loopback through a
@@ -232,6 +234,9 @@ func (r shellRun) run(ctx context.Context) (Claim, error) {
 
 // runScript runs the rendered script under bash (and faketime) in its own process group.
 func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
+	if r.mode == ModePtrace {
+		return r.runTraced(ctx, script)
+	}
 	argv, env, vs, err := r.command(ctx, script)
 	if err != nil {
 		return Claim{}, err
@@ -244,12 +249,12 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	if err != nil {
 		return Claim{}, err
 	}
-	g := toolGroup{pgid: cmd.Process.Pid, recorded: func() {}}
+	g := toolGroup{pgid: cmd.Process.Pid, recorded: func() {}, requests: r.requests(ctx)}
 	untrack := r.rundir.trackGroup(g.pgid)
 	if vs != nil {
-		detach, done := vs.attach(g.pgid, pr)
+		detach, done, untraced := vs.attach(g.pgid, pr)
 		defer detach()
-		g.recorded = done
+		g.recorded, g.untraced = done, untraced
 		g.wallCap = time.After(virtualWallLimit)
 	}
 	if r.started != nil {
@@ -261,11 +266,15 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	_ = syscall.Setpriority(syscall.PRIO_PGRP, g.pgid, shellNice)
 
 	out := r.scanOutput(pr)
-	g.exited = make(chan error, 1)
-	go func() { g.exited <- cmd.Wait() }()
+	g.exited = make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(g.exited)
+	}()
+	g.exitCode = func() int { return cmd.ProcessState.ExitCode() }
 	limit := r.clock.NewTimer(r.limit)
 	defer limit.Stop()
-	claim, hung, ctxErr := r.await(ctx, cmd, g, limit)
+	claim, hung, ctxErr := r.await(ctx, g, limit)
 	// Background children (a `sleep`, a curl) must not outlive the tool or hold the pipe.
 	g.kill()
 	out.drain()
@@ -275,7 +284,9 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 		return Claim{}, ctxErr
 	}
 	lastLine, lineAt := out.result()
-	claim.Detail = lastLine
+	if claim.Detail == "" {
+		claim.Detail = lastLine
+	}
 	if hung {
 		return claim, nil
 	}
@@ -329,25 +340,34 @@ func (r shellRun) start(argv, env []string) (cmd *exec.Cmd, pr *os.File, err err
 // toolGroup is a started tool's process group and what the harness waits on.
 type toolGroup struct {
 	pgid     int
-	exited   chan error       // the leader's Wait
+	exited   chan struct{}    // closed once the leader is reaped
+	exitCode func() int       // the leader's exit status, once exited is closed
 	recorded func()           // the harness has recorded when the tool ended
 	wallCap  <-chan time.Time // on virtual time: the wall-time bound; nil otherwise
+	requests func() int       // requests the server has had from clients so far; -1 unknown
+	untraced <-chan struct{}  // on the library: a Go or static binary runs in the group; nil otherwise
 }
 
 func (g toolGroup) kill() { _ = syscall.Kill(-g.pgid, syscall.SIGKILL) }
 
 // await waits until the tool exits, hangs, or ctx ends, and returns what it claimed so far
-// (the exit status and when), whether it was killed as hung, and ctx's error if ctx ended.
-func (r shellRun) await(ctx context.Context, cmd *exec.Cmd, g toolGroup, limit clockwork.Timer) (claim Claim, hung bool, ctxErr error) {
-	// At the limit, a tool whose process group still makes progress (a count-bound loop
-	// slowed down by faketime's per-process cost on a busy machine) gets more time, up to
-	// MaxExtension times the limit; one blocked in a single call (curl without --max-time on
-	// a wedged server) is hung.
+// (the exit status and when), whether it was stopped by the harness (the claim is then
+// final), and ctx's error if ctx ended.
+func (r shellRun) await(ctx context.Context, g toolGroup, limit clockwork.Timer) (claim Claim, stopped bool, ctxErr error) {
+	// At the limit, a tool that still makes progress gets more time, up to MaxExtension
+	// times the limit: its process group starts or ends processes (a count-bound loop slowed
+	// down by faketime's per-process cost on a busy machine), or its requests still reach the
+	// server (a single-process poller such as a Go waiter or a Python loop). One blocked in a
+	// single call (curl without --max-time on a wedged server) is hung. One still asking at
+	// the end of the extension has not concluded, which is not hanging: it is stopped and
+	// scored as giving up then.
 	var (
 		seen  *groupScan
 		still int // consecutive scans that saw the group do nothing
+		asked = -1
 	)
-	deadline := r.clock.Now().Add(time.Duration(MaxExtension * float64(r.limit)))
+	start := r.clock.Now()
+	deadline := start.Add(time.Duration(MaxExtension * float64(r.limit)))
 	// stopHung kills a tool that will not return and records when.
 	stopHung := func() Claim {
 		g.kill()
@@ -360,25 +380,37 @@ func (r shellRun) await(ctx context.Context, cmd *exec.Cmd, g toolGroup, limit c
 		case <-g.exited:
 			claim.At = r.clock.Now()
 			g.recorded()
-			claim.ExitCode = cmd.ProcessState.ExitCode()
+			claim.ExitCode = g.exitCode()
 			return claim, false, nil
 		case <-g.wallCap: // busy without ever waiting: virtual time cannot reach the limit
 			return stopHung(), true, nil
+		case <-g.untraced:
+			g.kill()
+			<-g.exited
+			g.recorded()
+			return claim, false, errUntraced
 		case <-limit.Chan():
 			now := scanGroup(g.pgid)
-			if seen != nil && !now.progressed(*seen) {
+			n := g.requests()
+			probing := n >= 0 && asked >= 0 && n > asked
+			if seen != nil && !now.progressed(*seen) && !probing {
 				still++
 			} else {
 				still = 0
 			}
-			seen = &now
+			seen, asked = &now, n
 			// A starved loop can look idle for one scan on a loaded machine; three scans in
 			// a row without progress are a tool that is blocked.
 			if still < 3 && r.clock.Now().Before(deadline) {
 				limit.Reset(min(max(r.tool.Interval*4, 30*time.Second), r.limit/4))
 				continue
 			}
-			return stopHung(), true, nil
+			c := stopHung()
+			if probing {
+				c.Outcome = ClaimFailed
+				c.Detail = fmt.Sprintf("still probing the server at %s, %gx the harness limit: stopped", FormatDuration(r.clock.Now().Sub(start)), MaxExtension)
+			}
+			return c, true, nil
 		case <-ctx.Done():
 			g.kill()
 			<-g.exited
@@ -473,6 +505,10 @@ func outcomeOf(ready bool) Outcome {
 	}
 	return ClaimFailed
 }
+
+// errUntraced ends a run on the LD_PRELOAD library in which a Go or static binary started:
+// the pair is run again traced (ModePtrace).
+var errUntraced = errors.New("a Go or static binary runs in the tool's process group, out of the library's reach")
 
 // MaxExtension bounds how far past its limit a shell tool that keeps starting processes may
 // run. The limit already allows 1.8 times the tool's budget; a loop still going at twice

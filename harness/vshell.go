@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -44,11 +46,13 @@ func (v *virtualShell) env() []string { return v.page.Env(v.lib) }
 
 // attach makes process group pgid (led by pgid) a participant until detach. The clock also
 // waits while the tool's output pipe holds unread bytes and while the leader has exited but
-// the harness has not yet recorded when (done).
-func (v *virtualShell) attach(pgid int, out *os.File) (detach func(), done func()) {
-	p := &shellParticipant{g: v.page.Group(pgid), leader: pgid, out: out}
+// the harness has not yet recorded when (done). untraced is closed once a Go or static
+// binary lives in the group: the library cannot reach it, so the run is not on virtual time,
+// and the clock stands still from then on.
+func (v *virtualShell) attach(pgid int, out *os.File) (detach func(), done func(), untraced <-chan struct{}) {
+	p := &shellParticipant{g: v.page.Group(pgid), leader: pgid, out: out, exes: map[int]string{}, untraced: make(chan struct{})}
 	d := v.clock.Attach(p)
-	return func() { d(); p.g.Close() }, func() { p.recorded.Store(true) }
+	return func() { d(); p.g.Close() }, func() { p.recorded.Store(true) }, p.untraced
 }
 
 func (v *virtualShell) close() { _ = v.page.Close() }
@@ -58,6 +62,11 @@ type shellParticipant struct {
 	leader   int
 	out      *os.File
 	recorded atomic.Bool
+
+	mu       sync.Mutex
+	exes     map[int]string // each member's executable when last looked at
+	untraced chan struct{}
+	found    bool
 }
 
 func (p *shellParticipant) Idle() (bool, time.Time) {
@@ -67,7 +76,56 @@ func (p *shellParticipant) Idle() (bool, time.Time) {
 	if vtime.Unread(p.out) > 0 {
 		return false, time.Time{}
 	}
-	return p.g.Idle()
+	idle, next := p.g.Idle()
+	if !idle || p.bypassing() {
+		return false, time.Time{}
+	}
+	return true, next
+}
+
+// bypassing reports whether a member is a Go or static binary, which sleeps in real time
+// while the group looks idle; the first time, it closes untraced.
+func (p *shellParticipant) bypassing() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.found {
+		return true
+	}
+	for _, pid := range p.g.Members() {
+		exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+		if err != nil || p.exes[pid] == exe {
+			continue
+		}
+		p.exes[pid] = exe
+		if classifyCached(exe).Bypasses() {
+			p.found = true
+			close(p.untraced)
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	kindsMu sync.Mutex
+	kinds   = map[string]ExecKind{}
+)
+
+// classifyCached classifies an executable once per path, size and modification time.
+func classifyCached(exe string) ExecKind {
+	st, err := os.Stat(exe)
+	if err != nil {
+		return ExecScript
+	}
+	key := exe + "\x00" + strconv.FormatInt(st.Size(), 10) + "\x00" + strconv.FormatInt(st.ModTime().UnixNano(), 10)
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	k, ok := kinds[key]
+	if !ok {
+		k = classify(exe)
+		kinds[key] = k
+	}
+	return k
 }
 
 // alive reports whether pid runs (not a zombie, not gone).

@@ -61,11 +61,12 @@ Tools: built-ins (see the scorecard's tool list), tools from --tools-file (tools
 or the tool works and jumps to the next due instant when both are idle. Go tools take the
 clock; shell tools load an LD_PRELOAD library (built with the system C compiler on first use)
 that serves their time and sleeps from a page that follows it. A pair's verdict then depends
-on the scenario, the seed and the tool alone. Static and Go binaries a tool runs do not see
-virtual time (nothing marks such cells yet). With --container the server's clock in the
-container follows the run's over a socket in the run directory, and the container shares the
-host network (listening on 127.0.0.1). On the default matrix every verdict is the same idle
-and under load, and claim times
+on the scenario, the seed and the tool alone. A tool whose command starts a Go or static
+binary (LD_PRELOAD and faketime cannot reach those) is traced onto virtual time with ptrace
+at any --speed; the scorecard says which mode each pair ran in. With --container the
+server's clock in the container follows the run's over a socket in the run directory, and
+the container shares the host network (listening on 127.0.0.1). On the default matrix every
+verdict is the same idle and under load, and claim times
 agree within 1 s except the python3 waiter's (by up to 15 s); until those gaps close, 60
 stays the default.
 

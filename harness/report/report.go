@@ -239,7 +239,11 @@ func caption(r harness.Result) string {
 	if r.Expect != "" && r.Expect != r.Verdict {
 		s += " (expected " + string(r.Expect) + ")"
 	}
-	return s + ". " + r.Reason
+	s += ". " + r.Reason
+	if r.Mode != "" {
+		s += ". Time: " + string(r.Mode)
+	}
+	return s
 }
 
 func mismatch(r harness.Result) string {

@@ -13,6 +13,7 @@ import (
 
 func TestWrite(t *testing.T) {
 	ok := foundingResult()
+	ok.Mode = harness.ModePtrace
 	miss := foundingResult()
 	miss.Tool, miss.Expect, miss.MustPass = "llmwait", harness.ReadyOK, true
 	broken := harness.Result{Scenario: "hicache-48-cold-start", Tool: "my tool/v2", Err: errors.New("launch: no port")}
@@ -41,6 +42,7 @@ func TestWrite(t *testing.T) {
 		`id="run-hicache-48-cold-start--founding-loop-1"`,
 		`id="run-hicache-48-cold-start--my_tool_v2"`, // names made safe for anchors and files
 		`class="v-missed-ready miss"`,                // llmwait was expected ready-ok
+		`Time: virtual (ptrace)"`,                    // the cell's caption names its time mode
 		`<small>exp ok</small>`,
 		`class="err"`,
 		`Expected vs got`,

@@ -611,6 +611,21 @@ func (g *Group) startOf(pid int) (int64, byte) {
 	return int64(atoi(f.f[19])) * (int64(time.Second) / userHz), f.f[0][0]
 }
 
+// Members returns the pids of the group's processes as the last Idle or Unvirtualised call
+// found them, sorted.
+func (g *Group) Members() []int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := make([]int, 0, len(g.members))
+	for pid, m := range g.members {
+		if !m.exited {
+			out = append(out, pid)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Close releases the /proc files the group keeps open.
 func (g *Group) Close() {
 	g.mu.Lock()

@@ -1,0 +1,40 @@
+// Package ptrace puts a process tree on a virtual clock from outside, for programs that an
+// LD_PRELOAD library cannot reach: Go binaries (they read the time through the vDSO and
+// sleep in raw system calls) and static binaries.
+//
+// The tracer starts the program under ptrace and, at every exec, turns AT_SYSINFO_EHDR in
+// the new image's auxiliary vector into AT_IGNORE: without a vDSO, Go's runtime (nanotime1
+// and walltime test vdsoClockgettimeSym for zero) and glibc read the time with the
+// clock_gettime system call. At the exit of clock_gettime, gettimeofday and time the tracer
+// writes the virtual time. A timed wait (nanosleep, clock_nanosleep, futex with a timeout,
+// epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6) is registered with
+// its virtual deadline and made unbounded in real time; when the clock reaches the deadline
+// the tracer interrupts the thread with SIGURG, makes the call return as if its timeout had
+// passed, and drops the signal.
+//
+// The tracee is a participant of the clock: idle when every thread sleeps in the kernel
+// (a registered wait, or a wait for something another participant must do first, such as a
+// read from the fake server), none is stopped for the tracer, and no interrupt is on its way.
+//
+// Limits: the tracer waits for the tracee's process group, so a process that leaves it
+// (setsid, setpgid) is no longer followed; timerfd, socket timeouts (SO_RCVTIMEO) and
+// interval timers are not virtualised; a wait interrupted by another signal and restarted
+// by the kernel keeps its deadline, one that the program itself retries is registered anew.
+package ptrace
+
+import (
+	"errors"
+	"os"
+)
+
+// Options say how to start the tracee.
+type Options struct {
+	Argv []string // Argv[0] is a path
+	Env  []string
+	Dir  string
+	// Out receives the tracee's stdout and stderr; nil: /dev/null.
+	Out *os.File
+}
+
+// ErrUnsupported is returned by Start where the tracer is not built (it needs linux/amd64).
+var ErrUnsupported = errors.New("vtime/ptrace: tracing a tool onto virtual time needs linux/amd64; run the tool in real time instead")

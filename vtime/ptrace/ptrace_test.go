@@ -1,0 +1,219 @@
+//go:build linux && amd64
+
+package ptrace
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/incident-replay/incident-replay/vtime"
+)
+
+// build compiles the program in testdata/NAME into dir.
+func build(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), name)
+	cmd := exec.Command("go", append([]string{"build", "-o", bin}, append(args, "./testdata/"+name)...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", name, err, out)
+	}
+	return bin
+}
+
+// buildPkg compiles the main package pkg.
+func buildPkg(t *testing.T, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
+// run traces argv on a fresh virtual clock starting at epoch and returns its output lines,
+// exit code and wall time.
+func run(t *testing.T, epoch time.Time, argv ...string) ([]string, int, time.Duration) {
+	t.Helper()
+	c := vtime.New(epoch, vtime.Options{})
+	defer c.Close()
+	return runOn(t, c, argv...)
+}
+
+func runOn(t *testing.T, c *vtime.Clock, argv ...string) ([]string, int, time.Duration) {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	tr, err := Start(c, Options{Argv: argv, Env: os.Environ(), Out: pw})
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		t.Fatal(err)
+	}
+	var lines []string
+	read := make(chan struct{})
+	go func() {
+		defer close(read)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+	}()
+	select {
+	case <-tr.Done():
+	case <-time.After(20 * time.Second):
+		tr.Close()
+		<-read
+		pr.Close()
+		t.Fatalf("tracee still runs after 20 s of wall time; output %q", lines)
+	}
+	<-read
+	pr.Close()
+	wall := time.Since(begin)
+	tr.Recorded()
+	code := tr.ExitCode()
+	tr.Close()
+	return lines, code, wall
+}
+
+func TestGoSleepsOnVirtualTime(t *testing.T) {
+	bin := build(t, "sleeper")
+	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	lines, code, wall := run(t, epoch, bin, "4", "300s")
+	t.Logf("wall %v: %q", wall, lines)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if len(lines) != 5 {
+		t.Fatalf("want 5 lines, got %q", lines)
+	}
+	if want := "start " + itoa(epoch.Unix()); lines[0] != want {
+		t.Errorf("first line %q, want %q", lines[0], want)
+	}
+	for i, l := range lines[1:] {
+		f := strings.Fields(l)
+		wantSec := epoch.Unix() + int64(300*(i+1))
+		got := parseInt(f[1])
+		if got < wantSec || got > wantSec+1 {
+			t.Errorf("line %q: wall %d, want %d", l, got, wantSec)
+		}
+		el, _ := time.ParseDuration(f[2])
+		if el < time.Duration(i+1)*300*time.Second || el > time.Duration(i+1)*300*time.Second+time.Second {
+			t.Errorf("line %q: elapsed %v, want %v", l, el, time.Duration(i+1)*300*time.Second)
+		}
+	}
+	// Measured 0.4-0.5 s; the bound leaves room for a loaded machine and is still a
+	// hundredth of the real 20 minutes.
+	if wall > 10*time.Second {
+		t.Errorf("4 sleeps of 300 s took %v of wall time", wall)
+	}
+}
+
+// A wait4x-like Go waiter against a server on the same clock: 503 until 40 s, then 200 that
+// takes 25 s to answer until 60 s (past the 3 s client timeout), then 200 at once.
+func TestGoWaiterAgainstServer(t *testing.T) {
+	bin := buildPkg(t, "github.com/incident-replay/incident-replay/internal/testprog/gowaiter")
+	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	c := vtime.New(epoch, vtime.Options{})
+	defer c.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var probes []time.Duration
+	var mu sync.Mutex
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		task := vtime.NewTask(c)
+		defer task.End()
+		ctx := vtime.WithTask(r.Context(), task)
+		vtime.Started(ctx)
+		defer vtime.Answered(ctx)
+		at := c.Now().Sub(epoch)
+		mu.Lock()
+		probes = append(probes, at)
+		mu.Unlock()
+		switch {
+		case at < 40*time.Second:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case at < 60*time.Second:
+			_ = task.Sleep(ctx, 25*time.Second)
+		}
+	})}
+	vtime.Serve(srv)
+	go func() { _ = srv.Serve(vtime.Listen(ln, c)) }()
+	defer srv.Close()
+
+	lines, code, wall := runOn(t, c, bin, "-url", "http://"+ln.Addr().String()+"/health", "-timeout", "10m")
+	t.Logf("wall %v: %q", wall, lines)
+	if code != 0 || len(lines) == 0 || lines[len(lines)-1] != "ready" {
+		t.Fatalf("exit %d, output %q", code, lines)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// Probes start every 5 s after the previous one ended: 0 5 ... 40 (503 until 40), the
+	// 25 s answers at 40 and 48 hit the 3 s timeout, then 56 (<60, times out again), 64 ok.
+	want := []time.Duration{0, 5, 10, 15, 20, 25, 30, 35, 40, 48, 56, 64}
+	if len(probes) != len(want) {
+		t.Fatalf("probes at %v, want %v s", probes, want)
+	}
+	for i, p := range probes {
+		if d := p - want[i]*time.Second; d < 0 || d > 100*time.Millisecond {
+			t.Errorf("probe %d at %v, want %vs", i, p, want[i])
+		}
+	}
+	if wall > 10*time.Second { // measured 0.7 s
+		t.Errorf("64 s of polling took %v of wall time", wall)
+	}
+}
+
+// A process tree: bash (dynamic, its vDSO hidden too) forks the Go sleeper, then date and a
+// static C program that sleeps through libc; every one of them sees virtual time.
+func TestTreeOfProcesses(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not installed")
+	}
+	bin := build(t, "sleeper")
+	script := bin + " 2 300s; date +%s; sleep 60; date +%s"
+	if cc, err := exec.LookPath("cc"); err == nil {
+		dir := t.TempDir()
+		src := filepath.Join(dir, "s.c")
+		prog := "#include <stdio.h>\n#include <time.h>\n#include <unistd.h>\nint main(void){sleep(120);printf(\"%ld\\n\",(long)time(0));return 0;}\n"
+		if err := os.WriteFile(src, []byte(prog), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(cc, "-static", "-o", filepath.Join(dir, "cstatic"), src).CombinedOutput(); err == nil {
+			script += "; " + filepath.Join(dir, "cstatic")
+		} else {
+			t.Logf("no static C binary (%v: %s)", err, out)
+		}
+	}
+	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	lines, code, wall := run(t, epoch, bash, "-c", script)
+	t.Logf("wall %v: %q", wall, lines)
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	want := []int64{600, 660, 780} // after the Go sleeps, the sleep 60, the static sleep(120)
+	if len(lines) < 5 {
+		t.Fatalf("output %q", lines)
+	}
+	for i, l := range lines[3:] {
+		if got := parseInt(l) - epoch.Unix(); got < want[i] || got > want[i]+1 {
+			t.Errorf("line %q: %d s after the epoch, want %d", l, got, want[i])
+		}
+	}
+	if wall > 10*time.Second { // measured 0.4 s
+		t.Errorf("13 minutes of sleeps took %v of wall time", wall)
+	}
+}

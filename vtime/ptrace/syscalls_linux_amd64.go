@@ -1,0 +1,269 @@
+//go:build linux && amd64
+
+package ptrace
+
+import (
+	"encoding/binary"
+	"syscall"
+)
+
+// clockKind is how a clock id maps onto virtual time.
+type clockKind uint8
+
+const (
+	clockNone clockKind = iota // CPU-time clocks and unknown ids: left alone
+	clockReal
+	clockMono
+	clockTai
+)
+
+func kindOf(id uint64) clockKind {
+	switch int32(id) {
+	case 0, 5, 8: // CLOCK_REALTIME, _COARSE, _ALARM
+		return clockReal
+	case 1, 4, 6, 7, 9: // CLOCK_MONOTONIC, _RAW, _COARSE, CLOCK_BOOTTIME, _ALARM
+		return clockMono
+	case clockTAI:
+		return clockTai
+	}
+	return clockNone
+}
+
+// virtual reads a clock of kind k in virtual time; c.mu must be held.
+func (t *Tracee) virtual(k clockKind) int64 {
+	switch k {
+	case clockMono:
+		return t.pub + t.monoOff
+	case clockTai:
+		return t.pub + t.taiOff
+	}
+	return t.pub
+}
+
+const (
+	sysFutex        = 202
+	futexWait       = 0
+	futexWaitBitset = 9
+	futexCmdMask    = 0x7f
+	futexRealtime   = 256
+	timerAbstime    = 1
+
+	eintr           = 4
+	etimedout       = 110
+	erestartsys     = 512
+	erestartnointr  = 513
+	erestartnohand  = 514
+	erestartblock   = 516
+	sysEpollPwait2  = 441
+	sysClockGettime = 228
+)
+
+// syscallStop handles a syscall-enter or syscall-exit stop; t.mu is held.
+func (t *Tracee) syscallStop(th *thread) {
+	var regs syscall.PtraceRegs
+	if syscall.PtraceGetRegs(th.tid, &regs) != nil {
+		return
+	}
+	if !th.in {
+		th.in = true
+		t.enter(th, &regs)
+		return
+	}
+	th.in = false
+	t.exit(th, &regs)
+}
+
+// enter looks at a call about to run: a time read is marked for its exit, a timed wait is
+// registered with its virtual deadline and made unbounded.
+func (t *Tracee) enter(th *thread, r *syscall.PtraceRegs) {
+	nr := r.Orig_rax
+	th.nr, th.fix, th.w = nr, clockNone, nil
+	restart := th.restart
+	th.restart.nr = 0
+	deadline := func(rel int64) int64 {
+		if restart.nr == nr {
+			return restart.deadline // the same wait, restarted after another signal
+		}
+		return t.pub + rel
+	}
+	switch nr {
+	case sysClockGettime:
+		th.fix = kindOf(r.Rdi)
+	case syscall.SYS_GETTIMEOFDAY, syscall.SYS_TIME:
+		th.fix = clockReal
+	case syscall.SYS_NANOSLEEP:
+		if d, ok := t.timespec(th.tid, r.Rdi); ok && d > 0 {
+			t.block(th, r, deadline(d), 0)
+		}
+	case syscall.SYS_CLOCK_NANOSLEEP:
+		k := kindOf(r.Rdi)
+		d, ok := t.timespec(th.tid, r.Rdx)
+		switch {
+		case k == clockNone || !ok:
+		case r.Rsi&timerAbstime != 0:
+			t.block(th, r, d-(t.virtual(k)-t.pub), 0)
+		case d > 0:
+			t.block(th, r, deadline(d), 0)
+		}
+	case sysFutex:
+		cmd := r.Rsi & futexCmdMask
+		if (cmd != futexWait && cmd != futexWaitBitset) || r.R10 == 0 {
+			return
+		}
+		d, ok := t.timespec(th.tid, r.R10)
+		if !ok {
+			return
+		}
+		if cmd == futexWaitBitset { // absolute
+			k := clockMono
+			if r.Rsi&futexRealtime != 0 {
+				k = clockReal
+			}
+			t.block(th, r, d-(t.virtual(k)-t.pub), -etimedout)
+			return
+		}
+		t.block(th, r, deadline(d), -etimedout)
+	case syscall.SYS_EPOLL_WAIT, syscall.SYS_POLL:
+		if ms := int32(r.Rdx); ms > 0 {
+			t.block(th, r, deadline(int64(ms)*1e6), 0)
+		}
+	case syscall.SYS_EPOLL_PWAIT:
+		if ms := int32(r.R10); ms > 0 {
+			t.block(th, r, deadline(int64(ms)*1e6), 0)
+		}
+	case sysEpollPwait2, syscall.SYS_PPOLL:
+		ptr := r.R10
+		if nr == syscall.SYS_PPOLL {
+			ptr = r.Rdx
+		}
+		if d, ok := t.timespec(th.tid, ptr); ok {
+			t.block(th, r, deadline(d), 0)
+		}
+	case syscall.SYS_SELECT:
+		if d, ok := t.timeval(th.tid, r.R8); ok {
+			t.block(th, r, deadline(d), 0)
+		}
+	case syscall.SYS_PSELECT6:
+		if d, ok := t.timespec(th.tid, r.R8); ok {
+			t.block(th, r, deadline(d), 0)
+		}
+	}
+}
+
+// block registers the call's wait and makes it unbounded in real time: a sleep becomes
+// ppoll(NULL, 0, NULL, NULL), which only a signal ends; a futex, epoll, poll or select wait
+// loses its timeout and keeps what it waits for. A deadline already past is fired at once.
+func (t *Tracee) block(th *thread, r *syscall.PtraceRegs, deadline, result int64) {
+	th.saved = *r
+	m := *r
+	switch r.Orig_rax {
+	case syscall.SYS_NANOSLEEP, syscall.SYS_CLOCK_NANOSLEEP:
+		m.Orig_rax = syscall.SYS_PPOLL
+		m.Rdi, m.Rsi, m.Rdx, m.R10, m.R8 = 0, 0, 0, 0, 0
+	case sysFutex, sysEpollPwait2:
+		m.R10 = 0
+	case syscall.SYS_EPOLL_PWAIT:
+		m.R10 = uint64(0xffffffffffffffff) // -1
+	case syscall.SYS_EPOLL_WAIT, syscall.SYS_POLL:
+		m.Rdx = uint64(0xffffffffffffffff)
+	case syscall.SYS_PPOLL:
+		m.Rdx = 0
+	case syscall.SYS_SELECT, syscall.SYS_PSELECT6:
+		m.R8 = 0
+	}
+	if syscall.PtraceSetRegs(th.tid, &m) != nil {
+		return
+	}
+	w := &wait{tid: th.tid, deadline: deadline, result: result}
+	th.w = w
+	t.waits[th.tid] = w
+	if deadline <= t.pub {
+		t.fire(w)
+	}
+}
+
+// exit finishes a call: a time read gets the virtual time, a registered wait gets its
+// registers back and, when its deadline ended it, the result of a timeout.
+func (t *Tracee) exit(th *thread, r *syscall.PtraceRegs) {
+	ret := int64(r.Rax)
+	if th.fix != clockNone && ret >= 0 {
+		t.writeTime(th, r)
+	}
+	w := th.w
+	if w == nil {
+		return
+	}
+	th.w = nil
+	if t.waits[th.tid] == w {
+		delete(t.waits, th.tid)
+	}
+	interrupted := ret == -eintr || ret == -erestartsys || ret == -erestartnointr || ret == -erestartnohand || ret == -erestartblock
+	switch {
+	case w.fired && interrupted:
+		ret = w.result
+	case interrupted && ret != -eintr:
+		// Another signal: the kernel restarts the original call (registers restored below),
+		// which must keep this deadline.
+		th.restart.nr, th.restart.deadline = th.saved.Orig_rax, w.deadline
+		if th.saved.Orig_rax == syscall.SYS_NANOSLEEP || th.saved.Orig_rax == syscall.SYS_CLOCK_NANOSLEEP {
+			ret = -erestartnohand // a sleep restarts as itself, or says EINTR to a handler
+		}
+	}
+	out := th.saved
+	out.Rax = uint64(ret)
+	_ = syscall.PtraceSetRegs(th.tid, &out)
+}
+
+// writeTime stores the virtual time where the finished time read put the real one.
+func (t *Tracee) writeTime(th *thread, r *syscall.PtraceRegs) {
+	now := t.virtual(th.fix)
+	var b [16]byte
+	switch th.nr {
+	case sysClockGettime:
+		if r.Rsi == 0 {
+			return
+		}
+		binary.LittleEndian.PutUint64(b[:8], uint64(now/1e9))
+		binary.LittleEndian.PutUint64(b[8:], uint64(now%1e9))
+		_, _ = syscall.PtracePokeData(th.tid, uintptr(r.Rsi), b[:])
+	case syscall.SYS_GETTIMEOFDAY:
+		if r.Rdi == 0 {
+			return
+		}
+		binary.LittleEndian.PutUint64(b[:8], uint64(now/1e9))
+		binary.LittleEndian.PutUint64(b[8:], uint64(now%1e9/1e3))
+		_, _ = syscall.PtracePokeData(th.tid, uintptr(r.Rdi), b[:])
+	case syscall.SYS_TIME:
+		sec := uint64(now / 1e9)
+		if r.Rdi != 0 {
+			binary.LittleEndian.PutUint64(b[:8], sec)
+			_, _ = syscall.PtracePokeData(th.tid, uintptr(r.Rdi), b[:8])
+		}
+		r.Rax = sec
+		_ = syscall.PtraceSetRegs(th.tid, r)
+	}
+}
+
+// timespec reads a struct timespec (or a NULL pointer: ok false) as nanoseconds.
+func (t *Tracee) timespec(tid int, addr uint64) (int64, bool) {
+	if addr == 0 {
+		return 0, false
+	}
+	var b [16]byte
+	if _, err := syscall.PtracePeekData(tid, uintptr(addr), b[:]); err != nil {
+		return 0, false
+	}
+	return int64(binary.LittleEndian.Uint64(b[:8]))*1e9 + int64(binary.LittleEndian.Uint64(b[8:])), true
+}
+
+// timeval reads a struct timeval as nanoseconds.
+func (t *Tracee) timeval(tid int, addr uint64) (int64, bool) {
+	if addr == 0 {
+		return 0, false
+	}
+	var b [16]byte
+	if _, err := syscall.PtracePeekData(tid, uintptr(addr), b[:]); err != nil {
+		return 0, false
+	}
+	return int64(binary.LittleEndian.Uint64(b[:8]))*1e9 + int64(binary.LittleEndian.Uint64(b[8:]))*1e3, true
+}

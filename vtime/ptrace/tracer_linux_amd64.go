@@ -1,0 +1,389 @@
+//go:build linux && amd64
+
+package ptrace
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/incident-replay/incident-replay/vtime"
+)
+
+// Supported reports whether Start can trace on this platform.
+const Supported = true
+
+// Tracee is one traced process tree on a virtual clock. It is a vtime.Participant.
+type Tracee struct {
+	pid     int
+	monoOff int64 // virtual CLOCK_MONOTONIC = virtual wall + monoOff (ns)
+	taiOff  int64
+	detach  func()
+
+	mu       sync.Mutex
+	pub      int64 // the virtual wall time (ns) the tracee sees: the clock's, as of its last advance
+	started  bool
+	threads  map[int]*thread
+	waits    map[int]*wait // registered timed waits, by thread
+	kicks    map[int]int   // SIGURGs sent to end a wait and not yet dropped, by thread
+	stops    uint64        // ptrace stops handled: Idle's sign that the tracer worked meanwhile
+	exited   bool
+	recorded bool
+	closed   bool
+	code     int
+	done     chan struct{}
+	loopDone chan struct{}
+}
+
+type thread struct {
+	tid     int
+	fresh   bool // created and not yet past its first SIGSTOP
+	in      bool // between its syscall-enter and syscall-exit stops
+	nr      uint64
+	fix     clockKind // at the exit: write the virtual time
+	w       *wait     // the current call's registered wait
+	saved   syscall.PtraceRegs
+	restart struct { // a registered wait another signal interrupted, for its restart
+		nr       uint64
+		deadline int64
+	}
+}
+
+type wait struct {
+	tid      int
+	deadline int64 // virtual wall time, ns
+	result   int64 // what the call returns when the deadline ends it
+	fired    bool
+}
+
+// Start runs o.Argv traced on clock c, in a new process group led by the tracee (its pgid
+// is Pid). The clock waits for the tracee from before its first instruction.
+func Start(c *vtime.Clock, o Options) (*Tracee, error) {
+	if len(o.Argv) == 0 {
+		return nil, errors.New("vtime/ptrace: no command to trace")
+	}
+	now := c.Now().UnixNano()
+	t := &Tracee{pub: now, threads: map[int]*thread{}, waits: map[int]*wait{}, kicks: map[int]int{},
+		done: make(chan struct{}), loopDone: make(chan struct{})}
+	t.monoOff = realClock(1) - now
+	t.taiOff = realClock(clockTAI) - realClock(0)
+	t.detach = c.Attach(t)
+	c.OnAdvance(t.advance)
+	ready := make(chan error, 1)
+	go t.trace(o, ready)
+	if err := <-ready; err != nil {
+		t.detach()
+		t.mu.Lock()
+		t.closed = true
+		t.mu.Unlock()
+		return nil, err
+	}
+	return t, nil
+}
+
+// Pid is the tracee's process id, and its process group's.
+func (t *Tracee) Pid() int { return t.pid }
+
+// Done is closed when the tracee's first process has exited.
+func (t *Tracee) Done() <-chan struct{} { return t.done }
+
+// ExitCode is the first process's exit status once Done is closed (128+N for signal N).
+func (t *Tracee) ExitCode() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.code
+}
+
+// Recorded tells the tracee that its exit has been seen: until then an exited tracee keeps
+// the clock, so the instant it ended is read before time moves on.
+func (t *Tracee) Recorded() {
+	t.mu.Lock()
+	t.recorded = true
+	t.mu.Unlock()
+}
+
+// Close kills what is left of the process group, waits for the tracer to end and leaves the
+// clock. Safe to call twice.
+func (t *Tracee) Close() {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	t.closed = true
+	t.mu.Unlock()
+	_ = syscall.Kill(-t.pid, syscall.SIGKILL)
+	select {
+	case <-t.loopDone:
+	case <-time.After(5 * time.Second): // a member that left the group: EXITKILL ends it with the tracer
+	}
+	t.detach()
+}
+
+const (
+	traceOptions = syscall.PTRACE_O_TRACESYSGOOD | syscall.PTRACE_O_TRACECLONE | syscall.PTRACE_O_TRACEFORK |
+		syscall.PTRACE_O_TRACEVFORK | syscall.PTRACE_O_TRACEEXEC | ptraceOExitKill
+	ptraceOExitKill = 0x100000
+	syscallStop     = syscall.SIGTRAP | 0x80
+	clockTAI        = 11
+)
+
+// trace is the tracer: every ptrace request must come from the thread that started the
+// tracee, so the goroutine keeps its thread to the end (and the thread then exits with it).
+func (t *Tracee) trace(o Options, ready chan<- error) {
+	defer close(t.loopDone)
+	runtime.LockOSThread()
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		ready <- err
+		return
+	}
+	out := null
+	if o.Out != nil {
+		out = o.Out
+	}
+	attr := &syscall.ProcAttr{Dir: o.Dir, Env: o.Env, Files: []uintptr{null.Fd(), out.Fd(), out.Fd()},
+		Sys: &syscall.SysProcAttr{Ptrace: true, Setpgid: true}}
+	pid, err := syscall.ForkExec(o.Argv[0], o.Argv, attr)
+	null.Close()
+	if err != nil {
+		ready <- fmt.Errorf("vtime/ptrace: start %s: %w", o.Argv[0], err)
+		return
+	}
+	t.pid = pid
+	var ws syscall.WaitStatus
+	if _, err := wait4(pid, &ws); err != nil || !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		ready <- fmt.Errorf("vtime/ptrace: %s did not stop at its exec (%v, status %#x): is ptrace allowed here (kernel.yama.ptrace_scope, a container's seccomp profile)?", o.Argv[0], err, uint32(ws))
+		t.reapAll()
+		return
+	}
+	if err := syscall.PtraceSetOptions(pid, traceOptions); err != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		ready <- fmt.Errorf("vtime/ptrace: set trace options: %w", err)
+		t.reapAll()
+		return
+	}
+	if err := stripVDSO(pid); err != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		ready <- err
+		t.reapAll()
+		return
+	}
+	t.mu.Lock()
+	t.threads[pid] = &thread{tid: pid}
+	t.started = true
+	t.mu.Unlock()
+	ready <- nil
+	_ = syscall.PtraceSyscall(pid, 0)
+	for {
+		tid, err := wait4(-pid, &ws)
+		if err != nil {
+			break // ECHILD: every member is gone
+		}
+		t.handle(tid, ws)
+	}
+	t.mu.Lock()
+	if !t.exited {
+		t.exited, t.code = true, 128+int(syscall.SIGKILL)
+		close(t.done)
+	}
+	t.mu.Unlock()
+}
+
+// reapAll collects a failed start's process.
+func (t *Tracee) reapAll() {
+	var ws syscall.WaitStatus
+	for {
+		if _, err := wait4(t.pid, &ws); err != nil || ws.Exited() || ws.Signaled() {
+			return
+		}
+	}
+}
+
+func wait4(pid int, ws *syscall.WaitStatus) (int, error) {
+	for {
+		wpid, err := syscall.Wait4(pid, ws, syscall.WALL|syscall.WNOTHREAD, nil)
+		if err != syscall.EINTR {
+			return wpid, err
+		}
+	}
+}
+
+// handle deals with one wait report and resumes the thread.
+func (t *Tracee) handle(tid int, ws syscall.WaitStatus) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.stops++
+	if ws.Exited() || ws.Signaled() {
+		t.gone(tid, ws)
+		return
+	}
+	if !ws.Stopped() {
+		return
+	}
+	th := t.threads[tid]
+	if th == nil { // its SIGSTOP came before its creator's event
+		th = &thread{tid: tid, fresh: true}
+		t.threads[tid] = th
+	}
+	sig := ws.StopSignal()
+	switch {
+	case sig == syscallStop:
+		t.syscallStop(th)
+	case sig == syscall.SIGTRAP && ws.TrapCause() > 0:
+		t.event(th, ws.TrapCause())
+	case sig == syscall.SIGSTOP && th.fresh:
+		th.fresh = false
+	case sig == syscall.SIGURG && t.kicks[tid] > 0:
+		t.kicks[tid]--
+	default:
+		_ = syscall.PtraceSyscall(tid, int(sig)) // the tracee's own signal
+		return
+	}
+	_ = syscall.PtraceSyscall(tid, 0)
+}
+
+func (t *Tracee) event(th *thread, cause int) {
+	msg, err := syscall.PtraceGetEventMsg(th.tid)
+	if err != nil {
+		return
+	}
+	switch cause {
+	case syscall.PTRACE_EVENT_CLONE, syscall.PTRACE_EVENT_FORK, syscall.PTRACE_EVENT_VFORK:
+		if n := int(msg); t.threads[n] == nil {
+			t.threads[n] = &thread{tid: n, fresh: true}
+		}
+	case syscall.PTRACE_EVENT_EXEC:
+		// A thread other than the leader that execs takes the leader's id; the others are gone.
+		if former := int(msg); former != th.tid {
+			if f := t.threads[former]; f != nil {
+				delete(t.threads, former)
+				t.forget(former)
+				f.tid = th.tid
+				t.threads[th.tid] = f
+				th = f
+			}
+		}
+		th.restart.nr = 0
+		_ = stripVDSO(th.tid)
+	}
+}
+
+// gone forgets a thread that exited.
+func (t *Tracee) gone(tid int, ws syscall.WaitStatus) {
+	delete(t.threads, tid)
+	t.forget(tid)
+	if tid != t.pid || t.exited {
+		return
+	}
+	t.exited = true
+	if ws.Signaled() {
+		t.code = 128 + int(ws.Signal())
+	} else {
+		t.code = ws.ExitStatus()
+	}
+	close(t.done)
+}
+
+func (t *Tracee) forget(tid int) {
+	delete(t.waits, tid)
+	delete(t.kicks, tid)
+}
+
+// advance follows the clock: the tracee sees now from here on, and every wait due by now
+// is interrupted.
+func (t *Tracee) advance(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	t.pub = max(t.pub, now.UnixNano())
+	for _, w := range t.waits {
+		if !w.fired && w.deadline <= t.pub {
+			t.fire(w)
+		}
+	}
+}
+
+// fire ends w's wait: SIGURG interrupts the call (Go's runtime takes an unexpected SIGURG
+// for a preemption request, so even one that arrives late is harmless), and the tracer drops
+// the signal before the thread sees it.
+func (t *Tracee) fire(w *wait) {
+	w.fired = true
+	t.kicks[w.tid]++
+	_, _, _ = syscall.RawSyscall(syscall.SYS_TKILL, uintptr(w.tid), uintptr(syscall.SIGURG), 0)
+}
+
+// stripVDSO turns AT_SYSINFO_EHDR into AT_IGNORE in the auxiliary vector of a process that
+// has just exec'd: its stack pointer is at argc, then argv, envp and the auxv pairs.
+func stripVDSO(pid int) error {
+	var regs syscall.PtraceRegs
+	if err := syscall.PtraceGetRegs(pid, &regs); err != nil {
+		return fmt.Errorf("vtime/ptrace: read the registers at exec: %w", err)
+	}
+	p := uintptr(regs.Rsp)
+	argc, err := peek(pid, p)
+	if err != nil {
+		return fmt.Errorf("vtime/ptrace: read the new image's stack: %w", err)
+	}
+	p += 8 * uintptr(argc+2) // argc, argv[argc], NULL
+	for {                    // envp
+		v, err := peek(pid, p)
+		if err != nil {
+			return fmt.Errorf("vtime/ptrace: read the environment pointers: %w", err)
+		}
+		p += 8
+		if v == 0 {
+			break
+		}
+	}
+	for i := 0; i < 512; i++ {
+		typ, err := peek(pid, p)
+		if err != nil {
+			return fmt.Errorf("vtime/ptrace: read the auxiliary vector: %w", err)
+		}
+		switch typ {
+		case atNull:
+			return nil
+		case atSysinfoEhdr:
+			if err := poke(pid, p, atIgnore); err != nil {
+				return fmt.Errorf("vtime/ptrace: hide the vDSO: %w", err)
+			}
+		}
+		p += 16
+	}
+	return errors.New("vtime/ptrace: the auxiliary vector has no end")
+}
+
+const (
+	atNull        = 0
+	atIgnore      = 1
+	atSysinfoEhdr = 33
+)
+
+func peek(pid int, addr uintptr) (uint64, error) {
+	var b [8]byte
+	if _, err := syscall.PtracePeekData(pid, addr, b[:]); err != nil {
+		return 0, err
+	}
+	return *(*uint64)(unsafe.Pointer(&b[0])), nil
+}
+
+func poke(pid int, addr uintptr, v uint64) error {
+	b := (*[8]byte)(unsafe.Pointer(&v))
+	_, err := syscall.PtracePokeData(pid, addr, b[:])
+	return err
+}
+
+func realClock(id int) int64 {
+	var ts syscall.Timespec
+	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, uintptr(id), uintptr(unsafe.Pointer(&ts)), 0)
+	return ts.Nano()
+}
