@@ -85,7 +85,10 @@ func (s *Server) generatingCheck(ctx context.Context, w http.ResponseWriter, aw 
 			return
 		}
 	}
-	if !s.sleep(ctx, s.cfg.Behavior.HealthLatency) {
+	s.mu.Lock()
+	latency := s.cfg.Behavior.HealthLatency + s.healthOverheadLocked()
+	s.mu.Unlock()
+	if !s.sleep(ctx, latency) {
 		return
 	}
 	if down != "" {
@@ -107,6 +110,13 @@ func (s *Server) generatingCheck(ctx context.Context, w http.ResponseWriter, aw 
 	}
 	s.mu.Unlock()
 	empty(w, http.StatusOK)
+}
+
+// healthOverheadLocked draws the time a check takes after its sleep to look at the answer and
+// build the response; s.mu must be held.
+func (s *Server) healthOverheadLocked() time.Duration {
+	b := s.cfg.Behavior
+	return b.HealthOverheadMin + time.Duration(s.healthRNG.Int64N(int64(b.HealthOverheadMax-b.HealthOverheadMin)+1))
 }
 
 func (s *Server) healthFailed(tic time.Time) {

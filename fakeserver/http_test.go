@@ -283,8 +283,8 @@ func TestSlowHealthOnManualClock(t *testing.T) {
 		faults []fault.Spec
 	}{
 		{"era A /health", sglang.EraA, "/health", 30 * time.Second, []fault.Spec{{Kind: fault.SlowHealth, Latency: 30 * time.Second}}},
-		// 4 s + 6 s of faults, then the generating check's own 1 s.
-		{"two faults add up", sglang.EraA, "/health_generate", 11 * time.Second, []fault.Spec{
+		// 4 s + 6 s of faults, then the generating check's own 1 s and its 1 ms overhead.
+		{"two faults add up", sglang.EraA, "/health_generate", 11*time.Second + time.Millisecond, []fault.Spec{
 			{Kind: fault.SlowHealth, Latency: 4 * time.Second}, {Kind: fault.SlowHealth, Route: "/health_generate", Latency: 6 * time.Second}}},
 		{"route restricted", sglang.EraA, "/health", 2 * time.Second, []fault.Spec{
 			{Kind: fault.SlowHealth, Latency: 2 * time.Second}, {Kind: fault.SlowHealth, Route: "/health_generate", Latency: time.Hour}}},
@@ -294,7 +294,8 @@ func TestSlowHealthOnManualClock(t *testing.T) {
 			want := c.want
 			clk := replay.Manual(epoch)
 			r := start(t, Config{Profile: sglang.ProfileFor(c.era), Clock: clk, Faults: c.faults,
-				Args: sglang.ServerArgs{SkipServerWarmup: true}})
+				Args:     sglang.ServerArgs{SkipServerWarmup: true},
+				Behavior: Behavior{HealthOverheadMin: time.Millisecond, HealthOverheadMax: time.Millisecond}})
 			clk.Advance(2 * time.Second) // HappyPath binds at 2 s
 			r.waitState(t, StateReady)
 			type answer struct {

@@ -77,10 +77,13 @@ type Server struct {
 	running       int // generations in flight
 	reqSeq        uint64
 	rng           *rand.Rand // under mu, in action order
-	exitCode      int
-	httpSrv       *http.Server
-	holder        *http.Server // errno98 / stale_listener: the other process on the port
-	holderLn      net.Listener
+	// healthRNG draws each health check's overhead, apart from rng so that how many checks
+	// clients make does not change the server's own choices.
+	healthRNG *rand.Rand // under mu
+	exitCode  int
+	httpSrv   *http.Server
+	holder    *http.Server // errno98 / stale_listener: the other process on the port
+	holderLn  net.Listener
 
 	queue actionQueue
 	seq   int
@@ -113,6 +116,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.clock = replay.Scaled(cfg.Timeline.Start, 1)
 	}
 	s.rng = rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5e9a1))
+	s.healthRNG = rand.New(rand.NewPCG(uint64(cfg.Seed), 0x4ea17))
 	s.journal = newJournal(cfg.Journal)
 	var err error
 	if s.out, err = newOutput(cfg.Stdout, cfg.Stderr, cfg.LogFile, cfg.Profile, s.journal); err != nil {
