@@ -14,13 +14,13 @@ import (
 // --- health --------------------------------------------------------------------------------
 
 func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
-	if methodIs(w, r, http.MethodGet, http.MethodHead) {
+	if methodIs(w, r, http.MethodGet) {
 		empty(w, http.StatusOK)
 	}
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	if !methodIs(w, r, http.MethodGet, http.MethodHead) {
+	if !methodIs(w, r, http.MethodGet) {
 		return
 	}
 	aw, _ := w.(*accessWriter)
