@@ -5,9 +5,11 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/incident-replay/incident-replay/fault"
 	"github.com/incident-replay/incident-replay/sglang"
 	"github.com/incident-replay/incident-replay/vtime"
 )
@@ -119,4 +121,75 @@ func TestHealthOverheadValidated(t *testing.T) {
 			t.Errorf("overhead %v..%v accepted, want an error", b.HealthOverheadMin, b.HealthOverheadMax)
 		}
 	}
+}
+
+// A check whose client left (a 1 s probe timeout) still runs to its end on the server, as
+// uvicorn does not cancel SGLang's handler: it logs "Health check failed" after the health
+// timeout and sets UnHealthy, and once the scheduler is back a check whose client left again
+// still passes and sets the status back. No access line is printed for either.
+func TestAbandonedHealthCheckFinishes(t *testing.T) {
+	for _, prof := range []sglang.Profile{sglang.ProfileFor(sglang.EraA), sglang.ProfileFor(sglang.EraB), sglang.ProfileFor(sglang.EraC)} {
+		t.Run(prof.Version, func(t *testing.T) {
+			clk := vtime.New(epoch, vtime.Options{})
+			t.Cleanup(clk.Close)
+			r := start(t, Config{Profile: prof, Clock: clk, Seed: 3,
+				Faults: []fault.Spec{{Kind: fault.WedgeScheduler, At: 10 * time.Second, For: 30 * time.Second}}})
+			c := newVClient(t, clk)
+			c.sleepUntil(12*time.Second, epoch)
+			if code, _, _ := c.do("GET", r.BaseURL()+"/health_generate", time.Second); code != 0 {
+				t.Fatalf("a wedged scheduler's check answered %d within 1 s", code)
+			}
+			c.sleepUntil(31*time.Second, epoch)
+			failed := "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds. tic start time: 16:30:12. last_heartbeat time: 16:30:"
+			if strings.Contains(string(mustLogs(t, r.Server)), "Health check failed") {
+				t.Fatal("the abandoned check failed before its 20 s ran out")
+			}
+			c.sleepUntil(33*time.Second, epoch)
+			if logs := string(mustLogs(t, r.Server)); !strings.Contains(logs, failed) {
+				t.Fatalf("no %q line after the abandoned check's 20 s:\n%s", failed, logs)
+			}
+			unhealthy := journalStates(mustJournal(t, r.Server), StateUnhealthy)
+			if len(unhealthy) != 1 || unhealthy[0] != 32*time.Second {
+				t.Fatalf("unhealthy at %v, want once at 32s (tic 12 s + 20 s)", unhealthy)
+			}
+			c.sleepUntil(45*time.Second, epoch) // the scheduler resumed at 40 s
+			if code, _, _ := c.do("GET", r.BaseURL()+"/health_generate", time.Second); code != 0 {
+				t.Fatalf("a check answered %d within 1 s; it takes 1 s plus overhead", code)
+			}
+			c.sleepUntil(47*time.Second, epoch)
+			recs := mustJournal(t, r.Server)
+			healthy := journalStates(recs, StateHealthy)
+			switch {
+			case !prof.HealthGatedOnStatus:
+				if len(healthy) != 0 {
+					t.Errorf("era A has no status to set back, got healthy at %v", healthy)
+				}
+			case len(healthy) != 1 || healthy[0] <= 46*time.Second || healthy[0] > 46*time.Second+DefaultHealthOverheadMax:
+				t.Errorf("healthy at %v, want once just after 46 s (the abandoned check passed)", healthy)
+			}
+			var abandoned int
+			for _, rec := range recs {
+				if rec.Type == RecRequest && !rec.Internal {
+					if rec.Outcome != "abandoned" {
+						t.Errorf("request %s %s at %v: outcome %q status %d, want abandoned", rec.Method, rec.Route, rec.At, rec.Outcome, rec.Status)
+					}
+					abandoned++
+				}
+			}
+			if logs := string(mustLogs(t, r.Server)); abandoned != 2 || strings.Contains(logs, `"GET /health`) {
+				t.Errorf("%d abandoned requests (want 2) and no access line for them:\n%s", abandoned, logs)
+			}
+		})
+	}
+}
+
+// journalStates lists when the journal recorded state.
+func journalStates(recs []Record, state string) []time.Duration {
+	var at []time.Duration
+	for _, rec := range recs {
+		if rec.Type == RecState && rec.State == state {
+			at = append(at, rec.At)
+		}
+	}
+	return at
 }

@@ -184,6 +184,7 @@ func (s *Server) resumeSchedulerLocked(at time.Duration) {
 	}
 	close(s.schedWedged)
 	s.schedWedged = nil
+	s.resumes++
 	s.lastHeartbeat = s.stamp(at)
 	s.state(at, StateSchedulerResume)
 	if s.warmupBlocked {

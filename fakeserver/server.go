@@ -72,6 +72,7 @@ type Server struct {
 	wedged        chan struct{} // non-nil while the whole server is wedged; closed on unwedge
 	schedWedged   chan struct{} // non-nil while the scheduler hangs; closed on resume
 	schedDead     bool
+	resumes       uint64 // how many times the scheduler resumed from a wedge
 	warmupBlocked bool
 	lastHeartbeat time.Time
 	running       int // generations in flight
