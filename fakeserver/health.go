@@ -26,6 +26,7 @@ func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
 // sets the server's status; only its answer goes nowhere.
 type healthCheck struct {
 	path    string
+	rid     string
 	tic     time.Duration
 	resumes uint64 // s.resumes at tic: the scheduler answered since if it changed
 	down    string // the fault holding health down when the check began
@@ -87,6 +88,10 @@ func (c *healthCheck) reply(status int, fault string) {
 func (s *Server) beginCheckLocked(c *healthCheck, at time.Duration) {
 	p := s.prof
 	switch {
+	case p.ShutdownHealth503 && s.gracefulExit:
+		s.shutdownLineLocked(at, "shutdown_health", "Health check request received during shutdown. Returning 503.")
+		c.reply(http.StatusServiceUnavailable, "")
+		return
 	case !p.HealthGatedOnStatus && c.path == "/health": // era A: "Check the health of the http server."
 		c.reply(http.StatusOK, "")
 		return
@@ -97,7 +102,9 @@ func (s *Server) beginCheckLocked(c *healthCheck, at time.Duration) {
 		c.reply(http.StatusOK, "")
 		return
 	}
-	c.tic, c.resumes, c.down = at, s.resumes, s.healthDown(at)
+	c.tic, c.resumes, c.down, c.rid = at, s.resumes, s.healthDown(at), healthRID(s.stamp(at))
+	s.tokenizerLoopLocked(at)
+	s.beginRequestLocked(c.rid)
 	s.after(at+s.cfg.Behavior.HealthLatency, func(at time.Duration) { s.pollCheckLocked(c, at) })
 }
 
@@ -107,6 +114,7 @@ func (s *Server) pollCheckLocked(c *healthCheck, at time.Duration) {
 	answered := s.resumes != c.resumes || (s.schedWedged == nil && !s.schedDead)
 	switch {
 	case answered && c.down != "":
+		s.endRequestLocked(c.rid)
 		c.reply(http.StatusServiceUnavailable, c.down)
 	case answered:
 		s.after(at+s.healthOverheadLocked(), func(at time.Duration) { s.checkPassedLocked(c, at) })
@@ -124,6 +132,7 @@ func (s *Server) checkPassedLocked(c *healthCheck, at time.Duration) {
 		s.logLocked(at, replay.Stdout, s.prefillEvent(s.stamp(at), s.cfg.Behavior.ProbeTokens, s.cfg.Behavior.ProbeCUDAGraph))
 	}
 	s.lastHeartbeat = s.stamp(at)
+	s.endRequestLocked(c.rid)
 	if s.unhealthy {
 		s.unhealthy = false
 		s.state(at, StateHealthy)
@@ -138,6 +147,7 @@ func (s *Server) checkFailedLocked(c *healthCheck, at time.Duration) {
 	s.logLocked(at, replay.Stdout, sglang.Event{Kind: sglang.KindHealthFailed, Time: s.stamp(at), Fields: sglang.Fields{
 		{Key: "seconds", Value: secs}, {Key: "tic", Value: s.stamp(c.tic).Format("15:04:05")},
 		{Key: "last_heartbeat", Value: s.lastHeartbeat.Format("15:04:05")}}})
+	s.endRequestLocked(c.rid)
 	if s.prof.HealthGatedOnStatus && !s.unhealthy {
 		s.unhealthy = true
 		s.state(at, StateUnhealthy)

@@ -66,18 +66,24 @@ type Server struct {
 	metrics *metrics
 	static  staticBodies
 
-	mu            sync.Mutex
-	phase         phase
-	unhealthy     bool
-	wedged        chan struct{} // non-nil while the whole server is wedged; closed on unwedge
-	schedWedged   chan struct{} // non-nil while the scheduler hangs; closed on resume
-	schedDead     bool
-	resumes       uint64 // how many times the scheduler resumed from a wedge
-	warmupBlocked bool
-	lastHeartbeat time.Time
-	running       int // generations in flight
-	reqSeq        uint64
-	rng           *rand.Rand // under mu, in action order
+	mu          sync.Mutex
+	phase       phase
+	unhealthy   bool
+	wedged      chan struct{} // non-nil while the whole server is wedged; closed on unwedge
+	schedWedged chan struct{} // non-nil while the scheduler hangs; closed on resume
+	schedDead   bool
+	resumes     uint64 // how many times the scheduler resumed from a wedge
+	// tmLoopAt is when the tokenizer manager's loop began (the first generate); nil before.
+	tmLoopAt     *time.Duration
+	gracefulExit bool     // SIGTERM received: SGLang's gracefully_exit
+	rids         []string // requests in flight (SGLang's rid_to_state), in arrival order
+	// sigtermPending: SIGTERM came while the wedge blocked the loop its handler runs on.
+	sigtermPending bool
+	warmupBlocked  bool
+	lastHeartbeat  time.Time
+	running        int // generations in flight
+	reqSeq         uint64
+	rng            *rand.Rand // under mu, in action order
 	// healthRNG draws each health check's overhead, apart from rng so that how many checks
 	// clients make does not change the server's own choices.
 	healthRNG *rand.Rand // under mu
