@@ -116,6 +116,14 @@ func config(o own, argv []string) (fakeserver.Config, error) {
 		if given(argv, "--host") {
 			cfg.Args.Host = cli.Host
 		}
+		// The launch's model flags name what /v1/models lists: a waiter that checks for its
+		// own model id must find it. A model path without a served name serves that path.
+		if given(argv, "--model-path", "--model") {
+			cfg.Args.ModelPath, cfg.Args.ServedModelName = cli.ModelPath, cli.ServedModelName
+		}
+		if given(argv, "--served-model-name") {
+			cfg.Args.ServedModelName = cli.ServedModelName
+		}
 		if given(argv, "--port") {
 			cfg.Args.Port = cli.Port
 		}

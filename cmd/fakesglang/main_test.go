@@ -25,6 +25,31 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// --scenario keeps the scenario's launch, except for what the command line says: its model
+// flags name what /v1/models lists.
+func TestScenarioHonoursModelFlags(t *testing.T) {
+	cases := []struct {
+		argv                []string
+		wantPath, wantServe string
+	}{
+		{nil, "Qwen/Qwen2.5-7B-Instruct", ""},
+		{[]string{"--model-path", "my/model"}, "my/model", ""},
+		{[]string{"--model=my/model", "--served-model-name", "mine"}, "my/model", "mine"},
+		{[]string{"--served-model-name=mine"}, "Qwen/Qwen2.5-7B-Instruct", "mine"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.argv, " "), func(t *testing.T) {
+			cfg, err := config(own{scenario: "s13-slow-health-1s", speed: 1}, c.argv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.Args.ModelPath != c.wantPath || cfg.Args.ServedModelName != c.wantServe {
+				t.Errorf("model path %q served name %q, want %q %q", cfg.Args.ModelPath, cfg.Args.ServedModelName, c.wantPath, c.wantServe)
+			}
+		})
+	}
+}
+
 // SIGTERM reaches the server, which drains as its release does and exits 137; SIGINT (ctx)
 // stops it at once with 143.
 func TestRunSigterm(t *testing.T) {
