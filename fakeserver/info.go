@@ -160,10 +160,8 @@ func (s *Server) flushCache(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(flushText))
 }
 
-// freezeGC is @app.api_route("/freeze_gc", methods=["GET", "POST"]) (SGLang b0d25e72c
-// python/sglang/srt/entrypoints/http_server.py freeze_gc_async).
 func (s *Server) freezeGC(w http.ResponseWriter, r *http.Request) {
-	if methodIs(w, r, http.MethodGet, http.MethodPost) {
+	if methodIs(w, r, http.MethodGet, http.MethodPost) { // @app.api_route("/freeze_gc", methods=["GET", "POST"])
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("Garbage collection frozen.\n"))
 	}
