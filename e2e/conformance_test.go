@@ -32,6 +32,14 @@ var conformanceScenarios = []string{
 	"s3-hang", "s7b-stall-load",
 }
 
+// containerMargin are the chosen scenarios whose verdict rests on a few milliseconds: a healthy
+// era B/C /health answers 2-15 ms after the client's 1 s timeout. In-process the client's
+// timer and the server's share one Go runtime and fire in order; through Docker the server is
+// another process, and a client process that wakes late on a loaded host finds the answer and
+// its own deadline both ready and takes either (measured at load average 47: 1 of 2 runs per
+// scenario got a 200, 1-61 s after t_ready). Their container runs are reported, not compared.
+var containerMargin = map[string]bool{"s0-happy-era-c": true, "crash-running-era-b-zombie": true}
+
 // conformanceStartup is the WaitingFor startup timeout the library runs with here: past every
 // chosen scenario's fate plus a failure's fast window (s7b wedges at 86 s), so the strategy
 // ends the way it ends at the tc-http row's 15 minutes, in a fraction of the time.
@@ -287,10 +295,19 @@ var _ = Describe("testcontainers-go wait.ForHTTP: the real library and the tc-ht
 			}
 		}
 		Expect(byAttachment).To(HaveLen(2), "both attachments ran")
+		pins, err := harness.BuiltinExpectations()
+		Expect(err).NotTo(HaveOccurred())
 		for att, rs := range byAttachment {
 			verdicts := map[string]harness.Verdict{}
 			for _, r := range rs {
+				if r.where == "container" && containerMargin[scenario] {
+					AddReportEntry(scenario+" in a container (not compared)", fmt.Sprintf("%s: %s (%s)", att, r.res.Verdict, r.res.Reason))
+					continue
+				}
 				verdicts[r.where] = r.res.Verdict
+				if pin, ok := pins.Lookup(scenario, r.where); ok {
+					Expect(r.res.Verdict).To(Equal(pin), "%s: the %s row's pinned verdict", att, r.where)
+				}
 			}
 			Expect(verdicts).To(HaveKey("in-process"))
 			want := verdicts["in-process"]
