@@ -32,13 +32,14 @@ var conformanceScenarios = []string{
 	"s3-hang", "s7b-stall-load",
 }
 
-// containerMargin are the chosen scenarios whose verdict rests on a few milliseconds: a healthy
-// era B/C /health answers 2-15 ms after the client's 1 s timeout. In-process the client's
-// timer and the server's share one Go runtime and fire in order; through Docker the server is
-// another process, and a client process that wakes late on a loaded host finds the answer and
-// its own deadline both ready and takes either (measured at load average 47: 1 of 2 runs per
-// scenario got a 200, 1-61 s after t_ready). Their container runs are reported, not compared.
-var containerMargin = map[string]bool{"s0-happy-era-c": true, "crash-running-era-b-zombie": true}
+// marginScenarios are the chosen scenarios whose library verdict rests on a few milliseconds:
+// a healthy era B/C /health answers 2-15 ms after the client's 1 s timeout, so the library
+// gets no 200 unless its process wakes late, finds the answer and its own deadline both ready
+// and takes the answer. Measured over two runs of this spec (2 scenarios x 2 attachments
+// each): through Docker (the server another process) 3 of 4 runs got a 200 at load average
+// 47 and 4 of 4 at 70; in-process (one Go runtime) 0 of 4 at 47 and 2 of 4 at 70. The models
+// never take it. Their library runs are reported, not compared.
+var marginScenarios = map[string]bool{"s0-happy-era-c": true, "crash-running-era-b-zombie": true}
 
 // conformanceStartup is the WaitingFor startup timeout the library runs with here: past every
 // chosen scenario's fate plus a failure's fast window (s7b wedges at 86 s), so the strategy
@@ -153,7 +154,7 @@ func libraryInContainer(ctx context.Context, image string, c harness.Case, a att
 	}
 	defer os.RemoveAll(dir)
 	ctr, err := fakeserver.Run(ctx, image, fakeserver.WithScenario(c.Name), fakeserver.WithSpeed(1),
-		fakeserver.WithSeed(c.Compiled.Seed), fakeserver.WithHostDir(dir), a.option())
+		fakeserver.WithSeed(c.Compiled.Seed), fakeserver.WithHostDir(dir), a.option(), firstLines)
 	end := time.Now()
 	if ctr != nil {
 		cs.add(ctr)
@@ -186,7 +187,21 @@ func libraryInContainer(ctx context.Context, image string, c harness.Case, a att
 	return res
 }
 
-var _ = Describe("testcontainers-go wait.ForHTTP: the real library and the tc-http models", Ordered, Label("conformance", "container", "inprocess", "slow"), func() {
+// firstLines has testcontainers log the first line of each message to GinkgoWriter: a failed
+// wait otherwise prints the container's whole log, thousands of health-check lines here.
+var firstLines testcontainers.CustomizeRequestOption = func(req *testcontainers.GenericContainerRequest) error {
+	req.Logger = firstLineLogger{}
+	return nil
+}
+
+type firstLineLogger struct{}
+
+func (firstLineLogger) Printf(format string, v ...any) {
+	msg, _, _ := strings.Cut(fmt.Sprintf(format, v...), "\n")
+	fmt.Fprintln(GinkgoWriter, msg)
+}
+
+var _ = Describe("testcontainers-go wait.ForHTTP: the real library and the tc-http models", Ordered, ContinueOnFailure, Label("conformance", "container", "inprocess", "slow"), func() {
 	var (
 		runs []conformanceRun
 		wall time.Duration
@@ -300,8 +315,8 @@ var _ = Describe("testcontainers-go wait.ForHTTP: the real library and the tc-ht
 		for att, rs := range byAttachment {
 			verdicts := map[string]harness.Verdict{}
 			for _, r := range rs {
-				if r.where == "container" && containerMargin[scenario] {
-					AddReportEntry(scenario+" in a container (not compared)", fmt.Sprintf("%s: %s (%s)", att, r.res.Verdict, r.res.Reason))
+				if library := r.where == "in-process" || r.where == "container"; library && marginScenarios[scenario] {
+					AddReportEntry(fmt.Sprintf("%s, library %s (not compared)", scenario, r.where), fmt.Sprintf("%s: %s (%s)", att, r.res.Verdict, r.res.Reason))
 					continue
 				}
 				verdicts[r.where] = r.res.Verdict
@@ -309,11 +324,17 @@ var _ = Describe("testcontainers-go wait.ForHTTP: the real library and the tc-ht
 					Expect(r.res.Verdict).To(Equal(pin), "%s: the %s row's pinned verdict", att, r.where)
 				}
 			}
-			Expect(verdicts).To(HaveKey("in-process"))
-			want := verdicts["in-process"]
-			for where, v := range verdicts {
-				Expect(v).To(Equal(want), "%s: %s reached %s, the library in-process %s (%v)", att, where, v, want, verdicts)
+			if !marginScenarios[scenario] {
+				Expect(verdicts).To(HaveKey("in-process"))
+				if ok, _ := dockerAvailable(); ok {
+					Expect(verdicts).To(HaveKey("container"))
+				}
 			}
+			distinct := map[harness.Verdict]bool{}
+			for _, v := range verdicts {
+				distinct[v] = true
+			}
+			Expect(distinct).To(HaveLen(1), "%s: the library and the models disagree: %v", att, verdicts)
 		}
 	}, entries)
 })
