@@ -50,6 +50,9 @@ func TestTCHTTPRows(t *testing.T) {
 		// which under WithWaitStrategy is 60 s, before the wedge.
 		{builtin(t, "tc-http-withwaitstrategy"), "s7b-stall-load", FailedFast, nil, 60 * time.Second, 60*time.Second + 10*time.Millisecond},
 		{waitingFor, "s7b-stall-load", FailedSlow, nil, 100 * time.Second, 100*time.Second + 10*time.Millisecond},
+		// A healthy era C /health answers 1 s plus 2-15 ms after the request: past the client's
+		// 1 s timeout, every time.
+		{builtin(t, "tc-http-withwaitstrategy"), "s0-happy-era-c", MissedReady, nil, 60 * time.Second, 60*time.Second + 10*time.Millisecond},
 		// Exits 137 at 11 s: the next container check ends the wait.
 		{builtin(t, "tc-http"), "s4-crash-during-load", FailedFast, nil, 11 * time.Second, 11*time.Second + 1200*time.Millisecond},
 		{builtin(t, "tc-http-withwaitstrategy"), "s4-crash-during-load", FailedFast, nil, 11 * time.Second, 11*time.Second + 1200*time.Millisecond},
@@ -159,14 +162,16 @@ func TestTCHTTPClient(t *testing.T) {
 		{"no_proxy names the host", "http://upstream.invalid", []string{"http_proxy=" + proxy.URL, "no_proxy=upstream.invalid"}, false, false},
 		{"loopback is never proxied", unavailable, []string{"http_proxy=" + proxy.URL}, false, false},
 		{"a 0.2 s answer passes", answer(http.StatusOK, 200*time.Millisecond).URL, nil, true, false},
-		{"a 1.2 s answer never passes", answer(http.StatusOK, 1200*time.Millisecond).URL, nil, false, false},
+		// 1.5 s past the client's timeout: a loaded host fires a timer late by a few hundred ms
+		{"a 2.5 s answer never passes", answer(http.StatusOK, 2500*time.Millisecond).URL, nil, false, false},
 		{"a 204 is not a 200", answer(http.StatusNoContent, 0).URL, nil, false, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := proxied.Load()
 			env := Env{Clock: replay.Real(), URL: c.url, ServerEnv: c.environ}
-			err := TCWait(TCHTTP{Path: "/health", StartupTimeout: 2500 * time.Millisecond})(context.Background(), env)
+			// Long enough for the 2.5 s answer to arrive if the client waited for it.
+			err := TCWait(TCHTTP{Path: "/health", StartupTimeout: 3500 * time.Millisecond})(context.Background(), env)
 			if (err == nil) != c.ready {
 				t.Fatalf("ready %v (err %v), want %v", err == nil, err, c.ready)
 			}
