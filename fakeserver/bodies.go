@@ -94,6 +94,11 @@ func nativeError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]map[string]string{"error": {"message": msg}})
 }
 
+// methodIs answers 405 unless r uses one of methods, as a FastAPI route does: FastAPI's
+// APIRoute, unlike a plain Starlette Route, does not add HEAD to a GET route, so HEAD gets
+// {"detail":"Method Not Allowed"} (headers only) with the route's methods in Allow. Starlette
+// joins a set there, so a two-method route's order varies between SGLang processes; the fake
+// keeps the order given.
 func methodIs(w http.ResponseWriter, r *http.Request, methods ...string) bool {
 	for _, m := range methods {
 		if r.Method == m {

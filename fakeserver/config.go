@@ -54,8 +54,14 @@ type Behavior struct {
 	WarmupGenerate time.Duration
 	// WarmupTokens is the prefill size of the warmup request (6 or 7 in real logs).
 	WarmupTokens int
-	// HealthLatency is how long a generating health check takes when it passes (>= 1 s).
+	// HealthLatency is how long a generating health check sleeps before it looks for the
+	// scheduler's answer (SGLang: asyncio.sleep(1); >= 1 s).
 	HealthLatency time.Duration
+	// HealthOverheadMin and HealthOverheadMax bound the check-and-respond time after that
+	// sleep, drawn per check from the seed: a passing check answers after HealthLatency plus
+	// a few milliseconds, never exactly 1 s, so a client whose 1 s deadline includes the dial
+	// never gets the 200 (as on SGLang). Zero: 2 ms and 15 ms.
+	HealthOverheadMin, HealthOverheadMax time.Duration
 	// HealthTimeout is SGLANG_HEALTH_CHECK_TIMEOUT: the wait before a hung check fails.
 	HealthTimeout time.Duration
 	// HealthGeneration is SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION (era C; default on).
@@ -124,6 +130,12 @@ func resolveArgs(sa sglang.ServerArgs) args {
 	return a
 }
 
+// The default bounds of a health check's check-and-respond time after its 1 s sleep.
+const (
+	DefaultHealthOverheadMin = 2 * time.Millisecond
+	DefaultHealthOverheadMax = 15 * time.Millisecond
+)
+
 // DefaultHealthTimeout is SGLANG_HEALTH_CHECK_TIMEOUT's default: a generating health check
 // that has not finished by then answers 503.
 const DefaultHealthTimeout = 20 * time.Second
@@ -158,6 +170,9 @@ func (c *Config) withDefaults() error {
 	if b.HealthLatency == 0 {
 		b.HealthLatency = time.Second
 	}
+	if b.HealthOverheadMin == 0 && b.HealthOverheadMax == 0 {
+		b.HealthOverheadMin, b.HealthOverheadMax = DefaultHealthOverheadMin, DefaultHealthOverheadMax
+	}
 	if b.HealthGeneration == nil {
 		on := true
 		if v, ok := c.Env["SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION"]; ok {
@@ -190,6 +205,9 @@ func (c *Config) validate() error {
 	}
 	if c.Behavior.HealthLatency < time.Second {
 		errs = append(errs, fmt.Errorf("fakeserver: health latency %v is below SGLang's 1 s sleep; use >= 1s", c.Behavior.HealthLatency))
+	}
+	if o := c.Behavior; o.HealthOverheadMin <= 0 || o.HealthOverheadMax < o.HealthOverheadMin {
+		errs = append(errs, fmt.Errorf("fakeserver: health overhead %v..%v: use 0 < min <= max (a check always takes a little longer than its sleep)", o.HealthOverheadMin, o.HealthOverheadMax))
 	}
 	for _, d := range []struct {
 		name string

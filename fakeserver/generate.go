@@ -54,6 +54,8 @@ func (s *Server) job(ctx context.Context, route, prompt string, promptToks, maxT
 	running := s.running
 	at := s.offsetNow()
 	o := &genOut{promptToks: promptToks, rid: fmt.Sprintf("%016x%016x", uint64(s.cfg.Seed), seq*0x9e3779b97f4a7c15)}
+	s.tokenizerLoopLocked(at)
+	s.beginRequestLocked(o.rid)
 	if stream {
 		o.reset, o.resetBy = s.streamReset(at, route)
 	}
@@ -63,6 +65,7 @@ func (s *Server) job(ctx context.Context, route, prompt string, promptToks, maxT
 	defer func() {
 		s.mu.Lock()
 		s.running--
+		s.endRequestLocked(o.rid)
 		s.lastHeartbeat = s.clock.Now()
 		r := s.running
 		s.mu.Unlock()

@@ -283,8 +283,8 @@ func TestSlowHealthOnManualClock(t *testing.T) {
 		faults []fault.Spec
 	}{
 		{"era A /health", sglang.EraA, "/health", 30 * time.Second, []fault.Spec{{Kind: fault.SlowHealth, Latency: 30 * time.Second}}},
-		// 4 s + 6 s of faults, then the generating check's own 1 s.
-		{"two faults add up", sglang.EraA, "/health_generate", 11 * time.Second, []fault.Spec{
+		// 4 s + 6 s of faults, then the generating check's own 1 s and its 1 ms overhead.
+		{"two faults add up", sglang.EraA, "/health_generate", 11*time.Second + time.Millisecond, []fault.Spec{
 			{Kind: fault.SlowHealth, Latency: 4 * time.Second}, {Kind: fault.SlowHealth, Route: "/health_generate", Latency: 6 * time.Second}}},
 		{"route restricted", sglang.EraA, "/health", 2 * time.Second, []fault.Spec{
 			{Kind: fault.SlowHealth, Latency: 2 * time.Second}, {Kind: fault.SlowHealth, Route: "/health_generate", Latency: time.Hour}}},
@@ -294,7 +294,8 @@ func TestSlowHealthOnManualClock(t *testing.T) {
 			want := c.want
 			clk := replay.Manual(epoch)
 			r := start(t, Config{Profile: sglang.ProfileFor(c.era), Clock: clk, Faults: c.faults,
-				Args: sglang.ServerArgs{SkipServerWarmup: true}})
+				Args:     sglang.ServerArgs{SkipServerWarmup: true},
+				Behavior: Behavior{HealthOverheadMin: time.Millisecond, HealthOverheadMax: time.Millisecond}})
 			clk.Advance(2 * time.Second) // HappyPath binds at 2 s
 			r.waitState(t, StateReady)
 			type answer struct {
@@ -418,6 +419,60 @@ func TestClientGoneGetsNoAnswer(t *testing.T) {
 				if time.Now().After(deadline) {
 					t.Fatal("no journal record of the abandoned request")
 				}
+			}
+		})
+	}
+}
+
+// FastAPI answers HEAD 405 on every route (its APIRoute does not add HEAD to a GET route as
+// Starlette's Route does), so a HEAD-based waiter (curl -I, wait-on) never sees SGLang ready.
+// /metrics is a Mount of prometheus_client's app and answers every method.
+func TestHeadIsMethodNotAllowed(t *testing.T) {
+	routes := []struct {
+		path, allow string
+		profiles    []sglang.Era // nil: every era
+	}{
+		{"/health", "GET", nil}, {"/health_generate", "GET", nil}, {"/ping", "GET", nil},
+		{"/get_model_info", "GET", nil}, {"/get_server_info", "GET", nil},
+		{"/model_info", "GET", []sglang.Era{sglang.EraC}}, {"/server_info", "GET", []sglang.Era{sglang.EraC}},
+		{"/freeze_gc", "GET, POST", []sglang.Era{sglang.EraC}},
+		{"/v1/models", "GET", nil}, {"/v1/models/qwen/qwen2.5-0.5b-instruct", "GET", nil},
+		{"/generate", "POST, PUT", nil}, {"/v1/completions", "POST", nil}, {"/v1/chat/completions", "POST", nil},
+		{"/flush_cache", "GET, POST", nil},
+	}
+	for _, era := range []sglang.Era{sglang.EraA, sglang.EraB, sglang.EraC} {
+		t.Run(era.String(), func(t *testing.T) {
+			r := start(t, Config{Profile: sglang.ProfileFor(era), Args: sglang.ServerArgs{EnableMetrics: true}})
+			r.waitState(t, StateReady)
+			head := func(path string) *http.Response {
+				t.Helper()
+				req, _ := http.NewRequest(http.MethodHead, r.BaseURL()+path, nil)
+				resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+				if err != nil {
+					t.Fatalf("HEAD %s: %v", path, err)
+				}
+				resp.Body.Close()
+				return resp
+			}
+			for _, rt := range routes {
+				if rt.profiles != nil && rt.profiles[0] != era {
+					continue
+				}
+				resp := head(rt.path)
+				if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != rt.allow ||
+					resp.Header.Get("Content-Type") != "application/json" || resp.Header.Get("Content-Length") != strconv.Itoa(len(`{"detail":"Method Not Allowed"}`)) {
+					t.Errorf("HEAD %s: %d Allow %q Content-Type %q Content-Length %q, want 405 Allow %q application/json 31",
+						rt.path, resp.StatusCode, resp.Header.Get("Allow"), resp.Header.Get("Content-Type"), resp.Header.Get("Content-Length"), rt.allow)
+				}
+			}
+			if resp := head("/metrics"); resp.StatusCode != http.StatusOK {
+				t.Errorf("HEAD /metrics: %d, want 200 (a mount answers every method)", resp.StatusCode)
+			}
+			if resp := head("/nothing"); resp.StatusCode != http.StatusNotFound {
+				t.Errorf("HEAD /nothing: %d, want 404", resp.StatusCode)
+			}
+			if logs := string(mustLogs(t, r.Server)); !strings.Contains(logs, `"HEAD /health HTTP/1.1" 405 Method Not Allowed`) {
+				t.Errorf("no 405 access line for HEAD /health:\n%s", logs)
 			}
 		})
 	}

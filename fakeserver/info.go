@@ -161,18 +161,19 @@ func (s *Server) flushCache(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) freezeGC(w http.ResponseWriter, r *http.Request) {
-	if methodIs(w, r, http.MethodPost) {
+	if methodIs(w, r, http.MethodGet, http.MethodPost) { // @app.api_route("/freeze_gc", methods=["GET", "POST"])
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("Garbage collection frozen.\n"))
 	}
 }
 
+// metricsHandler is a Starlette Mount of prometheus_client's ASGI app, not a route: it
+// answers every method, HEAD included (SGLang c193a52fa python/sglang/srt/utils/common.py
+// add_prometheus_middleware).
 func (s *Server) metricsHandler(w http.ResponseWriter, r *http.Request) {
 	if !s.args.EnableMetrics {
 		detail(w, http.StatusNotFound)
 		return
 	}
-	if methodIs(w, r, http.MethodGet) {
-		s.metrics.handler.ServeHTTP(w, r)
-	}
+	s.metrics.handler.ServeHTTP(w, r)
 }

@@ -34,6 +34,8 @@ const (
 	StateDead            = "dead"           // the process exited (Code)
 	StateBindFailed      = "bind_failed"    // the port was taken (Errno 98)
 	StateStopped         = "stopped"        // ended from outside (Stop), not by the scenario
+	StateSigterm         = "sigterm"        // SIGTERM was delivered (Terminate)
+	StateDrained         = "drained"        // the SIGTERM drain found no request left; the kill follows
 )
 
 // Record is one journal line. Every field but Wall is a pure function of the scenario, the

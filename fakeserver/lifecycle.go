@@ -122,6 +122,7 @@ func (s *Server) warmupGenerate(at time.Duration) {
 		s.warmupBlocked = !s.schedDead // resumes with the scheduler
 		return
 	}
+	s.tokenizerLoopLocked(at)
 	s.logLocked(at, replay.Stdout, s.prefillEvent(s.stamp(at), s.cfg.Behavior.WarmupTokens, true))
 	done := at + s.cfg.Behavior.WarmupGenerate
 	s.after(done, func(at time.Duration) {
@@ -168,6 +169,10 @@ func (s *Server) unwedgeLocked(at time.Duration) {
 		close(s.wedged)
 		s.wedged = nil
 		s.state(at, StateUnwedged)
+		if s.sigtermPending {
+			s.sigtermPending = false
+			s.sigtermLocked(at)
+		}
 	}
 }
 
@@ -184,6 +189,7 @@ func (s *Server) resumeSchedulerLocked(at time.Duration) {
 	}
 	close(s.schedWedged)
 	s.schedWedged = nil
+	s.resumes++
 	s.lastHeartbeat = s.stamp(at)
 	s.state(at, StateSchedulerResume)
 	if s.warmupBlocked {

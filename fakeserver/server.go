@@ -66,21 +66,31 @@ type Server struct {
 	metrics *metrics
 	static  staticBodies
 
-	mu            sync.Mutex
-	phase         phase
-	unhealthy     bool
-	wedged        chan struct{} // non-nil while the whole server is wedged; closed on unwedge
-	schedWedged   chan struct{} // non-nil while the scheduler hangs; closed on resume
-	schedDead     bool
-	warmupBlocked bool
-	lastHeartbeat time.Time
-	running       int // generations in flight
-	reqSeq        uint64
-	rng           *rand.Rand // under mu, in action order
-	exitCode      int
-	httpSrv       *http.Server
-	holder        *http.Server // errno98 / stale_listener: the other process on the port
-	holderLn      net.Listener
+	mu          sync.Mutex
+	phase       phase
+	unhealthy   bool
+	wedged      chan struct{} // non-nil while the whole server is wedged; closed on unwedge
+	schedWedged chan struct{} // non-nil while the scheduler hangs; closed on resume
+	schedDead   bool
+	resumes     uint64 // how many times the scheduler resumed from a wedge
+	// tmLoopAt is when the tokenizer manager's loop began (the first generate); nil before.
+	tmLoopAt     *time.Duration
+	gracefulExit bool     // SIGTERM received: SGLang's gracefully_exit
+	rids         []string // requests in flight (SGLang's rid_to_state), in arrival order
+	// sigtermPending: SIGTERM came while the wedge blocked the loop its handler runs on.
+	sigtermPending bool
+	warmupBlocked  bool
+	lastHeartbeat  time.Time
+	running        int // generations in flight
+	reqSeq         uint64
+	rng            *rand.Rand // under mu, in action order
+	// healthRNG draws each health check's overhead, apart from rng so that how many checks
+	// clients make does not change the server's own choices.
+	healthRNG *rand.Rand // under mu
+	exitCode  int
+	httpSrv   *http.Server
+	holder    *http.Server // errno98 / stale_listener: the other process on the port
+	holderLn  net.Listener
 
 	queue actionQueue
 	seq   int
@@ -113,6 +123,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.clock = replay.Scaled(cfg.Timeline.Start, 1)
 	}
 	s.rng = rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5e9a1))
+	s.healthRNG = rand.New(rand.NewPCG(uint64(cfg.Seed), 0x4ea17))
 	s.journal = newJournal(cfg.Journal)
 	var err error
 	if s.out, err = newOutput(cfg.Stdout, cfg.Stderr, cfg.LogFile, cfg.Profile, s.journal); err != nil {

@@ -120,7 +120,7 @@ func KubernetesPods() map[string]Pod {
 // loops dominate: each founding loop starts ~360 processes under faketime). `--all-tools`
 // runs every built-in.
 var CoreTools = []string{"founding-loop-1", "founding-loop-2", "curl-strict", "sglang-popen",
-	"k8s-kserve", "compose-sglang", "tc-http", "llmwait"}
+	"k8s-kserve", "compose-sglang", "tc-http", "tc-http-withwaitstrategy", "llmwait"}
 
 // Builtins returns the built-in tools, llmwait (must-pass) last. Shell tools run
 // under faketime; the Kubernetes, compose and testcontainers rows are models evaluated on the
@@ -160,9 +160,12 @@ func Builtins() []Tool {
 			Wait: Healthcheck{Interval: 10 * time.Second, Timeout: 30 * time.Second, Retries: 3, StartPeriod: 900 * time.Second,
 				StartInterval: 5 * time.Second, MaxTime: 25 * time.Second, WaitTimeout: 1200 * time.Second}.Wait,
 			Interval: 10 * time.Second, Budget: 1200 * time.Second},
-		{Name: "tc-http", Description: "model: testcontainers wait.ForHTTP(/health) 15m (1 s client timeout)",
+		{Name: "tc-http", Description: "model: testcontainers WaitingFor: wait.ForHTTP(/health).WithStartupTimeout(15m) (1 s client timeout)",
 			Wait:     TCWait(TCHTTP{Path: "/health", StartupTimeout: 15 * time.Minute}),
 			Interval: time.Second, Budget: 15 * time.Minute},
+		{Name: "tc-http-withwaitstrategy", Description: "model: testcontainers.WithWaitStrategy(wait.ForHTTP(/health).WithStartupTimeout(15m)): its 60 s deadline wins",
+			Wait:     TCWait(TCWithWaitStrategy(TCHTTP{Path: "/health", StartupTimeout: 15 * time.Minute})),
+			Interval: time.Second, Budget: TCWithWaitStrategyDeadline},
 		{Name: "tc-port", Description: "model: testcontainers wait.ForListeningPort 15m",
 			Wait:     TCWait(TCPort{StartupTimeout: 15 * time.Minute}),
 			Interval: time.Second, Budget: 15 * time.Minute},

@@ -39,7 +39,7 @@ func (Container) Overhead() time.Duration { return 2 * time.Second }
 // Launch implements Launcher. The container's clock starts when fakesglang starts, after
 // Docker's start-up, on a wall instant the harness cannot see; the harness clock is aligned
 // to it from the journal's (wall, at) pairs, and ServerTime maps claims onto the container's
-// clock once the whole journal is in (see clockOrigin).
+// clock once the whole journal is in (see ClockOrigin).
 func (l Container) Launch(ctx context.Context, c Case, speed float64) (Target, error) {
 	if l.Image == "" {
 		return nil, errors.New("container launcher: no image; build one with fakeserver.BuildImage (or run without --container)")
@@ -112,7 +112,7 @@ func alignClock(ctx context.Context, ctr *fakeserver.Container, start time.Time,
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		recs, err := ctr.Journal(ctx)
-		if origin, ok := clockOrigin(recs, speed); err == nil && ok {
+		if origin, ok := ClockOrigin(recs, speed); err == nil && ok {
 			now := start.Add(time.Duration(float64(time.Since(origin)) * speed))
 			return replay.Scaled(now, speed), origin, nil
 		}
@@ -123,14 +123,14 @@ func alignClock(ctx context.Context, ctr *fakeserver.Container, start time.Time,
 	}
 }
 
-// clockOrigin estimates the wall instant at which the container's scenario clock read
-// Timeline.Start. The server writes each record at or after the offset At it carries, never
-// before, so Wall - At/speed is never earlier than the true origin, and the record written
-// with the least delay bounds it most tightly. The first records are the worst: they are
+// ClockOrigin estimates from a journal the wall instant at which the server's scenario clock
+// read Timeline.Start, for a server running at speed. The server writes each record at or
+// after the offset At it carries, never before, so Wall - At/speed is never earlier than the
+// true origin, and the record written with the least delay bounds it most tightly. The first records are the worst: they are
 // written after the process has built its server (measured up to 18 ms late on a loaded
 // 2-core host, 1.1 s of scenario time at S=60), later ones are written by a timer within a
 // fraction of a millisecond. Container and host read the same kernel wall clock.
-func clockOrigin(recs []fakeserver.Record, speed float64) (time.Time, bool) {
+func ClockOrigin(recs []fakeserver.Record, speed float64) (time.Time, bool) {
 	var origin time.Time
 	for _, r := range recs {
 		if r.Wall.IsZero() {
@@ -270,7 +270,7 @@ func (t *ctrTarget) ServerTime(at time.Time, recs []fakeserver.Record) time.Time
 	if t.vclock != nil {
 		return at // one clock
 	}
-	origin, ok := clockOrigin(recs, t.speed)
+	origin, ok := ClockOrigin(recs, t.speed)
 	if !ok || at.IsZero() || !origin.Before(t.origin) {
 		return at
 	}

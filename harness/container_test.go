@@ -26,7 +26,7 @@ func TestServerTimeMapsClaimsOntoTheContainerClock(t *testing.T) {
 		rec(24*time.Second, 400*time.Microsecond, fakeserver.StateReady))
 	ready := all[len(all)-1]
 
-	launchOrigin, ok := clockOrigin(early, speed)
+	launchOrigin, ok := ClockOrigin(early, speed)
 	if !ok || !launchOrigin.Equal(origin.Add(18*time.Millisecond)) {
 		t.Fatalf("origin from the first record = %v, want the record's wall time", launchOrigin)
 	}

@@ -7,10 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"regexp"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/incident-replay/incident-replay/replay"
@@ -34,6 +31,17 @@ var (
 // get issues one GET with a scenario-time timeout. Keep-alives are off so every probe dials,
 // as a probe process would; proxies are never used (the kubelet and Go ignore them on loopback).
 func get(ctx context.Context, clock replay.Clock, url string, timeout time.Duration, follow bool) (int, error) {
+	c := probeClient
+	if !follow {
+		c = probeClientNoRedirect
+	}
+	return request(ctx, clock, c, url, timeout, true)
+}
+
+// request issues one GET through c, cut off after timeout of scenario time (0: none). With
+// drain the answer's body (up to 10 KiB) is read within the timeout, as a probe that reads its
+// answer does; otherwise it is closed unread.
+func request(ctx context.Context, clock replay.Clock, c *http.Client, url string, timeout time.Duration, drain bool) (int, error) {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if timeout > 0 {
@@ -49,10 +57,6 @@ func get(ctx context.Context, clock replay.Clock, url string, timeout time.Durat
 	if err != nil {
 		return 0, err
 	}
-	c := probeClient
-	if !follow {
-		c = probeClientNoRedirect
-	}
 	// On a virtual clock the probe is idle while the request is out; the request holds the
 	// clock while it or its answer is on the wire (vtime.RequestDuring).
 	var (
@@ -62,7 +66,9 @@ func get(ctx context.Context, clock replay.Clock, url string, timeout time.Durat
 	vtime.RequestDuring(ctx, clock, req.URL.Host, func() {
 		resp, err = c.Do(req)
 		if err == nil {
-			_, body = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
+			if drain {
+				_, body = io.Copy(io.Discard, io.LimitReader(resp.Body, 10<<10))
+			}
 			resp.Body.Close()
 		}
 	})
@@ -344,159 +350,4 @@ func (h Healthcheck) Wait(ctx context.Context, env Env) error {
 			return fmt.Errorf("dependency failed to start: container is unhealthy (%d failed checks)", fails)
 		}
 	}
-}
-
-// ---- testcontainers-go wait strategies (v0.45.0 semantics) ----
-
-// TCStrategy is a testcontainers-go wait strategy evaluated on the run's clock.
-type TCStrategy interface {
-	wait(ctx context.Context, env Env, deadline time.Time) error
-}
-
-const (
-	tcPoll          = 100 * time.Millisecond
-	tcClientTimeout = time.Second // hard-coded in HTTPStrategy, not configurable
-	tcDefaultWait   = 60 * time.Second
-)
-
-// tcCheckTarget is testcontainers' checkTarget: a dead container fails the strategy at once.
-func tcCheckTarget(env Env) error {
-	if env.Exited == nil {
-		return nil
-	}
-	if code, ok := env.Exited(); ok {
-		return fmt.Errorf("container exited with code %d", code)
-	}
-	return nil
-}
-
-// TCHTTP is wait.ForHTTP(path): GET every 100 ms with a 1 s client timeout until Status(code).
-type TCHTTP struct {
-	Path           string
-	Status         func(int) bool // default: == 200
-	StartupTimeout time.Duration  // default 60s
-}
-
-func (s TCHTTP) wait(ctx context.Context, env Env, deadline time.Time) error {
-	ok := s.Status
-	if ok == nil {
-		ok = func(c int) bool { return c == http.StatusOK }
-	}
-	deadline = tcDeadline(env, deadline, s.StartupTimeout)
-	var last string
-	for {
-		if err := tcCheckTarget(env); err != nil {
-			return err
-		}
-		code, err := get(ctx, env.Clock, env.URL+s.Path, tcClientTimeout, true)
-		if err == nil && ok(code) {
-			return nil
-		}
-		last = "status " + strconv.Itoa(code)
-		if err != nil {
-			last = err.Error()
-		}
-		if err := tcSleep(ctx, env, deadline); err != nil {
-			return fmt.Errorf("ForHTTP(%s): %w (last: %s)", s.Path, err, last)
-		}
-	}
-}
-
-// TCPort is wait.ForListeningPort(p).SkipInternalCheck(): dial until it connects; only
-// ECONNREFUSED and timeouts are retried.
-type TCPort struct{ StartupTimeout time.Duration }
-
-func (s TCPort) wait(ctx context.Context, env Env, deadline time.Time) error {
-	deadline = tcDeadline(env, deadline, s.StartupTimeout)
-	addr := net.JoinHostPort(env.Host, strconv.Itoa(env.Port))
-	for {
-		if err := tcCheckTarget(env); err != nil {
-			return err
-		}
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", addr)
-		if err == nil {
-			c.Close()
-			return nil
-		}
-		var ne net.Error
-		if !errors.Is(err, syscall.ECONNREFUSED) && !(errors.As(err, &ne) && ne.Timeout()) && ctx.Err() == nil {
-			return fmt.Errorf("ForListeningPort: %w", err)
-		}
-		if err := tcSleep(ctx, env, deadline); err != nil {
-			return fmt.Errorf("ForListeningPort(%d): %w", env.Port, err)
-		}
-	}
-}
-
-// TCLog is wait.ForLog(pattern).AsRegexp().WithOccurrence(n), optionally with a Submatch that
-// returns wait.NewPermanentError for lines matching Fatal. Like v0.45.0 it re-reads the whole
-// log on every poll and does not stop on a dead container while the log is readable.
-type TCLog struct {
-	Pattern        *regexp.Regexp
-	Fatal          *regexp.Regexp // nil: no Submatch
-	Occurrence     int            // default 1
-	StartupTimeout time.Duration
-}
-
-func (s TCLog) wait(ctx context.Context, env Env, deadline time.Time) error {
-	deadline = tcDeadline(env, deadline, s.StartupTimeout)
-	want := max(s.Occurrence, 1)
-	for {
-		b, err := os.ReadFile(env.LogFile)
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("ForLog: %w", err)
-		}
-		ms := s.Pattern.FindAll(b, -1)
-		for _, m := range ms {
-			if s.Fatal != nil && s.Fatal.Match(m) {
-				return fmt.Errorf("ForLog: permanent error: fatal line %q", m)
-			}
-		}
-		if len(ms) >= want {
-			return nil
-		}
-		if err := tcSleep(ctx, env, deadline); err != nil {
-			return fmt.Errorf("ForLog(%s): %w", s.Pattern, err)
-		}
-	}
-}
-
-// TCAll is wait.ForAll(s...).WithDeadline(d): the strategies run one after another.
-type TCAll struct {
-	Strategies []TCStrategy
-	Deadline   time.Duration // default 60s (WithWaitStrategy's deadline)
-}
-
-func (s TCAll) wait(ctx context.Context, env Env, deadline time.Time) error {
-	deadline = tcDeadline(env, deadline, s.Deadline)
-	for _, st := range s.Strategies {
-		if err := st.wait(ctx, env, deadline); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// TCWait turns a strategy into a tool's wait function.
-func TCWait(s TCStrategy) WaitFunc {
-	return func(ctx context.Context, env Env) error { return s.wait(ctx, env, time.Time{}) }
-}
-
-func tcDeadline(env Env, outer time.Time, own time.Duration) time.Time {
-	if own == 0 {
-		own = tcDefaultWait
-	}
-	d := env.Clock.Now().Add(own)
-	if !outer.IsZero() && outer.Before(d) {
-		return outer
-	}
-	return d
-}
-
-func tcSleep(ctx context.Context, env Env, deadline time.Time) error {
-	if !env.Clock.Now().Add(tcPoll).Before(deadline) {
-		return errGaveUp
-	}
-	return replay.SleepCtx(ctx, env.Clock, tcPoll)
 }

@@ -169,13 +169,22 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 	if st, ok := tgt.(serverTimer); ok {
 		claim.At = st.ServerTime(claim.At, journal)
 	}
+	res.Score(c, t, claim, journal, r.Launcher.Overhead())
+	return res
+}
+
+// Score judges claim, made by t on c's server at res.Speed, against the server's journal, and
+// fills the claim, truth, request counts and verdict: events the run ended before come from
+// c's prediction, and overhead is the launcher's wall-time lag (Launcher.Overhead). Run calls
+// it; a test that runs a tool outside the harness (a wait strategy attached to a container)
+// scores its claim the same way. claim.At is on the server's clock.
+func (res *Result) Score(c Case, t Tool, claim Claim, journal []fakeserver.Record, overhead time.Duration) {
 	res.Claim = claim
 	res.Journal = journal
 	res.Start = c.Timeline.Start
 	res.Truth, res.Predicted = complete(fakeserver.GroundTruth(journal), c.Predicted, claim.At.Sub(res.Start))
 	res.Requests, res.HealthLatency = requestStats(journal)
-	res.Verdict, res.Reason = Classify(res.Truth, res.Start, claim, PolicyFor(t.Interval, max(c.HealthLatency(), res.HealthLatency), res.Speed, r.Launcher.Overhead()))
-	return res
+	res.Verdict, res.Reason = Classify(res.Truth, res.Start, claim, PolicyFor(t.Interval, max(c.HealthLatency(), res.HealthLatency), res.Speed, overhead))
 }
 
 // catcher is a Target whose server can run, on demand, what its timeline scheduled up to an

@@ -34,6 +34,10 @@ var infoMessages = []infoMessage{
 	{id: "zmq_publisher", prefix: "Starting ZMQ publisher thread"},
 	{id: "custom_allreduce", prefix: "Setup Custom allreduce failed"},
 	{id: "hicache_kernel", prefix: "Unsupported element_size = "},
+	{id: "sigterm", prefix: "SIGTERM received. "},
+	{id: "drain", prefix: "Gracefully exiting... "},
+	{id: "drain_unhealthy", prefix: "Signal SIGTERM received while health check failed. "},
+	{id: "shutdown_health", prefix: "Health check request received during shutdown. Returning 503."},
 }
 
 // knownInfo types a message that is one of infoMessages.

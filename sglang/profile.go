@@ -3,6 +3,7 @@ package sglang
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Era is a band of SGLang versions with the same observable behaviour (see the reference:
@@ -99,6 +100,21 @@ type Profile struct {
 	StartupTimings         bool   // C: "Engine startup timings (s): ..."
 	TeardownOnChildCrash   bool   // C: SubprocessWatchdog tears the server down when a child dies
 	ServeEntrypointWarning bool   // C (newest): UserWarning recommending `sglang serve`
+
+	// Shutdown and health behaviour. SIGTERM has its default action (exit 143 at once) until
+	// the tokenizer manager's loop runs, from the first generate (the warmup's); from then on
+	// SignalHandler.sigterm_handler logs "SIGTERM received. signum=None frame=None. Draining
+	// requests and shutting down..." and sets gracefully_exit, and sigterm_watchdog, which
+	// looks every SigtermPoll, drains: it logs the remaining requests every 5 s until none are
+	// left, then kill_process_tree kills the whole tree with SIGKILL (exit 137). Read from
+	// python/sglang/srt/managers/tokenizer_manager.py sigterm_watchdog and
+	// python/sglang/srt/entrypoints/http_server.py health_generate at SGLang fae4e5e99
+	// (v0.3.6.post3), 84022c0e5 (v0.4.6), b0d25e72c (v0.5.2), c193a52fa (~v0.5.9) and
+	// 8905cbd42f4a (main 2026-07).
+	SigtermPoll         time.Duration // sigterm_watchdog's sleep: 60 s (0.3.6), 5 s (0.4.6+); 0: no drain, SIGTERM exits 143 at once
+	ShutdownHealth503   bool          // 0.5.2+: during the drain /health answers 503 and logs "Health check request received during shutdown. Returning 503."
+	UnhealthySkipsDrain bool          // 0.5.2+: an UnHealthy server exits at the watchdog's look without draining
+	DrainNamesRequests  bool          // 0.5.9+: "Gracefully exiting... Remaining number of requests N. Remaining requests remaining_rids=[...]." and "... health check failed. Force exiting."
 }
 
 // The printed Prefill/Decode labels the constructors know how to fill (see PrefillStats and
@@ -127,6 +143,7 @@ var profiles = []Profile{
 		CGBar:          CGBarUnlabelled,
 		SigquitTypo:    true,
 		WarmupInfoPath: "/get_model_info",
+		SigtermPoll:    60 * time.Second,
 	},
 	{
 		Name: "A", Version: "0.4.6", Era: EraA,
@@ -136,6 +153,7 @@ var profiles = []Profile{
 		LoadEndMemUsage: true, KVAllocTokens: true, CGBeginAvailMem: true, CGBatchSizesLine: true,
 		CGBar: CGBarAvailMem, CGEndMem: true, LimitsChunked: true, LimitsAllRanks: true,
 		WarmupInfoPath: "/get_model_info",
+		SigtermPoll:    5 * time.Second,
 	},
 	{
 		Name: "B", Version: "0.5.2", Era: EraB,
@@ -148,6 +166,7 @@ var profiles = []Profile{
 		WatchdogNamed:       true,
 		WarmupInfoPath:      "/get_model_info",
 		HealthGatedOnStatus: true,
+		SigtermPoll:         5 * time.Second, ShutdownHealth503: true, UnhealthySkipsDrain: true,
 	},
 	{
 		// The founding incidents (2026-02): input throughput before cuda graph.
@@ -161,6 +180,7 @@ var profiles = []Profile{
 		WarmupInfoPath: "/model_info", GetEndpointsDeprecated: true,
 		HealthGatedOnStatus: true, HealthEnvToggle: true, FreezeGC: true, StartupTimings: true,
 		TeardownOnChildCrash: true,
+		SigtermPoll:          5 * time.Second, ShutdownHealth503: true, UnhealthySkipsDrain: true, DrainNamesRequests: true,
 	},
 	{
 		Name: "C-late", Version: "0.5.18", Era: EraC,
@@ -173,6 +193,7 @@ var profiles = []Profile{
 		WarmupInfoPath: "/model_info", GetEndpointsDeprecated: true,
 		HealthGatedOnStatus: true, HealthEnvToggle: true, FreezeGC: true, StartupTimings: true,
 		TeardownOnChildCrash: true, ServeEntrypointWarning: true,
+		SigtermPoll: 5 * time.Second, ShutdownHealth503: true, UnhealthySkipsDrain: true, DrainNamesRequests: true,
 	},
 }
 

@@ -121,6 +121,14 @@ func config(o own, argv []string) (fakeserver.Config, error) {
 		if given(argv, "--host") {
 			cfg.Args.Host = cli.Host
 		}
+		// The launch's model flags name what /v1/models lists: a waiter that checks for its
+		// own model id must find it. A model path without a served name serves that path.
+		if given(argv, "--model-path", "--model") {
+			cfg.Args.ModelPath, cfg.Args.ServedModelName = cli.ModelPath, cli.ServedModelName
+		}
+		if given(argv, "--served-model-name") {
+			cfg.Args.ServedModelName = cli.ServedModelName
+		}
 		if given(argv, "--port") {
 			cfg.Args.Port = cli.Port
 		}
@@ -164,7 +172,9 @@ func config(o own, argv []string) (fakeserver.Config, error) {
 
 const usage = "usage: fakesglang [-h] --model-path MODEL_PATH [SGLang launch flags] [--scenario FILE|NAME] [--speed S] [--seed N] [--journal FILE] [--start-time RFC3339] [--log-file FILE] [--vclock SOCKET]"
 
-func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
+// run runs one server until it exits. A value on term is SIGTERM, which the server handles as
+// its SGLang release does (a drain, then exit 137); ctx ending is SIGINT: stop at once, 143.
+func run(ctx context.Context, term <-chan os.Signal, argv []string, stdout, stderr io.Writer) int {
 	if slices.Contains(argv, "-h") || slices.Contains(argv, "--help") { // argparse: usage on stdout, exit 0
 		fmt.Fprintln(stdout, usage)
 		fmt.Fprintln(stdout, "\nA fake SGLang server: replays a scenario's startup (log lines, port binding, HTTP behaviour,\nexit code) on a compressible clock. Flags other than the ones above are SGLang's launch flags.")
@@ -191,13 +201,18 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 			if vc, ok := cfg.Clock.(*vtime.Clock); ok {
 				vc.Join() // the journal exists and the timeline is scheduled
 			}
-			code, werr := srv.Wait(ctx)
-			if werr != nil { // SIGTERM/SIGINT: stop like uvicorn's shutdown
-				_ = srv.Stop(context.Background())
-				return 143
+			defer srv.Stop(context.Background())
+			for {
+				select {
+				case <-term:
+					srv.Terminate()
+				case <-srv.Done():
+					code, _ := srv.ExitCode()
+					return code
+				case <-ctx.Done():
+					return fakeserver.ExitSIGTERM
+				}
 			}
-			_ = srv.Stop(context.Background())
-			return code
 		}
 	}
 	var ae *sglang.ArgsError
@@ -212,9 +227,12 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM)
+	code := run(ctx, term, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	signal.Stop(term)
 	if code == 137 && os.Getpid() != 1 {
 		// SGLang's launcher dies by SIGKILL (kill_process_tree); a parent shell sees exactly
 		// that. PID 1 in a container cannot signal itself, so it exits 137 instead.
