@@ -161,7 +161,7 @@ func (s *Server) flushCache(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) freezeGC(w http.ResponseWriter, r *http.Request) {
-	if methodIs(w, r, http.MethodPost) {
+	if methodIs(w, r, http.MethodGet, http.MethodPost) { // @app.api_route("/freeze_gc", methods=["GET", "POST"])
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("Garbage collection frozen.\n"))
 	}
