@@ -119,7 +119,9 @@ func (s *startup) weights() (bool, error) {
 		b.raw(sglang.ShardProgress(i, md.Shards, s.loaded, rem))
 	}
 	s.availGB = s.freeGB - s.weightsGB
-	b.all(func(int) sglang.Event { return sglang.LoadEnd(c.Profile, md.Arch, md.Dtype, s.loaded, s.availGB, s.weightsGB) })
+	b.all(func(int) sglang.Event {
+		return sglang.LoadEnd(c.Profile, md.Arch, md.Dtype, s.loaded, s.availGB, s.weightsGB)
+	})
 	return false, nil
 }
 

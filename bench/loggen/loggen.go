@@ -77,7 +77,9 @@ func Write(ctx context.Context, w io.Writer, o Options) (int64, error) {
 			}
 			return nil
 		},
-		func() error { return perRank(sglang.LoadEnd(p, "DeepseekV3ForCausalLM", "torch.bfloat16", 24*time.Second, 20.1, 74.4)) },
+		func() error {
+			return perRank(sglang.LoadEnd(p, "DeepseekV3ForCausalLM", "torch.bfloat16", 24*time.Second, 20.1, 74.4))
+		},
 		func() error { return perRank(sglang.KVAlloc(p, "torch.bfloat16", 116000, 4.1, 4.1)) },
 		func() error { return perRank(sglang.MemPoolEnd(11.2)) },
 		func() error { return perRank(sglang.CGBegin(p, 11.1, []int{1, 2, 4, 8})) },
