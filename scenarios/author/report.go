@@ -17,7 +17,7 @@ type Report struct {
 	Profile   string
 	Era       sglang.Era
 	Evidence  []string // the lines that picked the profile, most telling first
-	Ranks     int // scheduler processes seen in the headers (1 when none)
+	Ranks     int      // scheduler processes seen in the headers (1 when none)
 	Flags     string
 	Dropped   []string // server_args values the flags could not carry, with why
 	Phases    []PhaseSpan
