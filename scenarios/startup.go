@@ -149,9 +149,6 @@ func (s *startup) kvPool() (bool, error) {
 	}
 	s.pool = pool
 	poolGB := float64(pool.Bytes) / float64(sglang.GB)
-	if c.Profile.KVAvailableLine {
-		b.all(func(int) sglang.Event { return sglang.KVAvailable(poolGB) })
-	}
 	b.wait(s.m.Phases.KVAlloc.D())
 	b.all(func(int) sglang.Event {
 		return sglang.KVAlloc(c.Profile, md.Dtype, int(pool.Tokens), poolGB/2, poolGB/2)

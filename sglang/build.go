@@ -119,7 +119,8 @@ func LoadEnd(p Profile, typ, dtype string, elapsed time.Duration, availGB, usage
 // KVDtype is "Using KV cache dtype: torch.bfloat16".
 func KVDtype(dtype string) Event { return ev(KindKVDtype, "dtype", dtype) }
 
-// KVAvailable is "The available memory for KV cache is X GB." (profiles with KVAvailableLine).
+// KVAvailable is "The available memory for KV cache is X GB.", printed by SGLang main of
+// 2025-12-19..27 only (no release profile prints it; the parser reads it).
 func KVAvailable(gbAvail float64) Event { return ev(KindKVAvailable, "avail_kv", gb(gbAvail)) }
 
 // KVAlloc is "KV Cache is allocated. [dtype: D, ][#tokens: N, ]K size: X GB, V size: Y GB".

@@ -82,7 +82,6 @@ type Profile struct {
 	LoadEndDtype         bool     // ≤0.5.9: ", dtype=torch.bfloat16" after the type (0.5.10+ prints the quantization instead, when there is one)
 	LoadEndMemUsage      bool     // ", mem usage=X GB." on Load weight end
 	KVDtypeLine          bool     // 0.5.9-0.5.10: "Using KV cache dtype: ..." before the pool
-	KVAvailableLine      bool     // "The available memory for KV cache is X GB." (SGLang main 2025-12-19..27 only)
 	KVAllocTokens        bool     // "#tokens: N, " in the KV allocation line
 	KVAllocDtype         bool     // "dtype: torch.bfloat16, " in the KV allocation line
 	CGBeginAvailMem      bool     // " avail mem=X GB" after the capture-begin sentence
@@ -183,7 +182,6 @@ var profiles = []Profile{
 		LoadEndDtype:         true,
 		CGBar:                CGBarUnlabelled,
 		SigquitTypo:          true,
-		WatchdogNamed:        false,
 		BindFailShutdownDone: true,
 		WarmupInfoPath:       "/get_model_info",
 		StdoutKinds:          accessOnStdout,
