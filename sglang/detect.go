@@ -123,11 +123,23 @@ var (
 	rePipVersion      = regexp.MustCompile(`\bsglang(?:==|:v)(\d+\.\d+\.\d+)`)
 )
 
-// releaseOfVersion is the profile of a version: the newest profile not newer than it (an
-// 0.5.11.dev build is the 0.5.10 line; 0.5.15 and later are main-2026-07).
+// releaseOfVersion is the profile of a version's release line: within the version's minor
+// series the newest profile not newer than it, else the series' oldest (0.4.1 is the 0.4.6
+// line, 0.5.1 the 0.5.2 one, 0.5.11.dev the 0.5.10 one, 0.5.15 and later main-2026-07); a
+// series without a profile is treated like the whole list.
 func releaseOfVersion(v string) string {
-	best := profiles[0].Name
+	minor := func(s string) string { return s[:strings.LastIndexByte(s, '.')] }
+	var series []Profile
 	for _, p := range profiles {
+		if minor(p.Version) == minor(v) {
+			series = append(series, p)
+		}
+	}
+	if len(series) == 0 {
+		series = profiles
+	}
+	best := series[0].Name
+	for _, p := range series {
 		if versionLE(p.Version, v) {
 			best = p.Name
 		}
