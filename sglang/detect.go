@@ -66,58 +66,6 @@ func DetectRelease(lines []Line) (Profile, []Evidence) {
 	return p, decided
 }
 
-// DetectProfile infers the profile of a captured log: the release DetectRelease picks,
-// adjusted to what the log shows (the Prefill/Decode field order and separator of its first
-// batch lines, the TP0 single-GPU prefix), named "detected-<release>".
-func DetectProfile(lines []Line) Profile {
-	p, _ := DetectRelease(lines)
-	p.Name = "detected-" + p.Name
-	if singleTP0(lines) {
-		p.TPPrefixOnSingleGPU = true
-	}
-	var prefill, decode *Event
-	for i := range lines {
-		e := &lines[i].Event
-		if e.Kind == KindPrefill && prefill == nil {
-			prefill = e
-		}
-		if e.Kind == KindDecode && decode == nil {
-			decode = e
-		}
-	}
-	if prefill != nil {
-		p.PrefillFields = labels(prefill.Fields)
-		p.BatchSep = prefill.Text[:1]
-		p.PrefillTrailingComma = len(prefill.Text) > 1 && strings.Contains(prefill.Text[1:], ",")
-	}
-	if decode != nil {
-		p.DecodeFields = labels(decode.Fields)
-		p.DecodeTrailingComma = len(decode.Text) > 1 && strings.Contains(decode.Text[1:], ",")
-		if prefill == nil {
-			p.BatchSep = decode.Text[:1]
-		}
-	}
-	return p
-}
-
-// singleTP0 reports whether every headed line with a rank prefix says TP0 (old releases print
-// it even with tp=1).
-func singleTP0(lines []Line) bool {
-	saw := false
-	for _, l := range lines {
-		if l.Event.Time.IsZero() {
-			continue
-		}
-		for _, r := range l.Event.Ranks {
-			saw = true
-			if r.Name != "TP" || r.N != 0 {
-				return false
-			}
-		}
-	}
-	return saw
-}
-
 var (
 	reCheckEnvVersion = regexp.MustCompile(`^sglang: v?(\d+\.\d+\.\d+)`)
 	rePipVersion      = regexp.MustCompile(`\bsglang(?:==|:v)(\d+\.\d+\.\d+)`)
@@ -191,7 +139,29 @@ func collectEvidence(lines []Line) []Evidence {
 		}
 		lineEvidence(l, add)
 	}
+	if no, ok := onlyTP0(lines); ok {
+		out = append(out, Evidence{Line: no, What: "TP0 the only rank prefix", Releases: releasesWhere(func(p Profile) bool { return p.TPPrefixOnSingleGPU })})
+	}
 	return out
+}
+
+// onlyTP0 reports whether every headed line with a rank prefix says TP0 (releases up to 0.4.6
+// print it even with tp=1), and the first such line.
+func onlyTP0(lines []Line) (first int, ok bool) {
+	for _, l := range lines {
+		if l.Event.Time.IsZero() {
+			continue
+		}
+		for _, r := range l.Event.Ranks {
+			if r.Name != "TP" || r.N != 0 {
+				return 0, false
+			}
+			if first == 0 {
+				first = l.No
+			}
+		}
+	}
+	return first, first > 0
 }
 
 // lineEvidence adds what one line's format says of its release.

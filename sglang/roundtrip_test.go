@@ -256,13 +256,13 @@ func TestLookupProfile(t *testing.T) {
 	}
 }
 
-func TestDetectProfile(t *testing.T) {
+func TestDetectEra(t *testing.T) {
 	for _, tc := range []struct {
 		file string
 		era  Era
 	}{{"incidents.log", EraC}, {"kinds.log", EraC}} {
 		lines := mustParseFile(t, "testdata/corpus/"+tc.file)
-		if got := DetectProfile(lines); got.Era != tc.era {
+		if got, _ := DetectRelease(lines); got.Era != tc.era {
 			t.Errorf("%s: era %v, want %v", tc.file, got.Era, tc.era)
 		}
 	}
@@ -278,9 +278,9 @@ func TestDetectProfile(t *testing.T) {
 			e.Ranks = p.SingleGPURanks()
 			lines = append(lines, ps.Feed(Render(e, p))...)
 		}
-		got := DetectProfile(lines)
-		if got.Era != era || !reflect.DeepEqual(got.PrefillFields, p.PrefillFields) || got.BatchSep != p.BatchSep {
-			t.Errorf("era %v detected as %v (%v %q)", era, got.Era, got.PrefillFields, got.BatchSep)
+		got, _ := DetectRelease(lines)
+		if got.Name != p.Name || !reflect.DeepEqual(got.PrefillFields, p.PrefillFields) || got.BatchSep != p.BatchSep {
+			t.Errorf("era %v (%s) detected as %s (%v %q)", era, p.Name, got.Name, got.PrefillFields, got.BatchSep)
 		}
 	}
 }
