@@ -26,7 +26,7 @@ func (s *Server) handler() http.Handler {
 		mux.HandleFunc("/model_info", s.modelInfo)
 		mux.HandleFunc("/server_info", s.serverInfo)
 	}
-	if s.prof.FreezeGC {
+	if s.prof.FreezeGCRoute {
 		mux.HandleFunc("/freeze_gc", s.freezeGC)
 	}
 	mux.HandleFunc("/v1/models", s.models)

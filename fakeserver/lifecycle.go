@@ -95,7 +95,9 @@ func (s *Server) bindFailedLocked(at time.Duration) {
 	s.logLocked(at, replay.Stderr, sglang.Event{Kind: sglang.KindErrno98, Time: t, Fields: sglang.Fields{
 		{Key: "host", Value: s.args.Host}, {Key: "port", Value: strconv.Itoa(s.port)}}})
 	s.logLocked(at, replay.Stderr, sglang.Event{Kind: sglang.KindUvicornShutdown, Time: t, Text: "Waiting for application shutdown."})
-	s.logLocked(at, replay.Stderr, sglang.Event{Kind: sglang.KindUvicornShutdown, Time: t, Text: "Application shutdown complete."})
+	if s.prof.BindFailShutdownDone { // from 0.5.9 the lifespan joins the warmup thread first
+		s.logLocked(at, replay.Stderr, sglang.Event{Kind: sglang.KindUvicornShutdown, Time: t, Text: "Application shutdown complete."})
+	}
 	s.state(at, StateBindFailed)
 	code := fault.DefaultBindExitCode
 	if f, _ := s.portHolder(); f != nil {
@@ -104,8 +106,8 @@ func (s *Server) bindFailedLocked(at time.Duration) {
 	s.exitLocked(at, code, "")
 }
 
-// warmup: the model-info poll, the warmup generate with its prefill line, era C freeze_gc,
-// then "fired up" and status Up.
+// warmup: the model-info poll, the warmup generate with its prefill line, then "fired up"
+// and status Up. No release calls /freeze_gc itself.
 func (s *Server) warmupPoll(at time.Duration) {
 	if s.phase != phaseStarting {
 		return
@@ -131,11 +133,6 @@ func (s *Server) warmupGenerate(at time.Duration) {
 		}
 		s.internalRequest(at, "POST", "/generate", http.StatusOK, s.cfg.Behavior.WarmupGenerate)
 		s.lastHeartbeat = s.stamp(at)
-		if s.prof.FreezeGC {
-			s.logLocked(at, replay.Stdout, sglang.Event{Kind: sglang.KindFreezeGC, Time: s.stamp(at), Ranks: s.schedRanks(),
-				Text: "Freezing GC in Scheduler process. gen0: 48->0, gen1: 12->0, gen2: 1305->1317"})
-			s.internalRequest(at, "POST", "/freeze_gc", http.StatusOK, 0)
-		}
 		s.logLocked(at, replay.Stdout, sglang.Event{Kind: sglang.KindReady, Time: s.stamp(at)})
 		s.setUpLocked(at)
 	})

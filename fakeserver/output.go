@@ -45,7 +45,10 @@ func newOutput(stdout, stderr io.Writer, logFile string, prof sglang.Profile, j 
 	return o, nil
 }
 
+// line writes ev to the stream the profile's release prints it on; stream is the caller's
+// choice for lines of other libraries.
 func (o *output) line(at time.Duration, stream replay.Stream, ev sglang.Event) string {
+	stream = replay.StreamFor(o.prof, ev, stream)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.buf = append(sglang.AppendRender(o.buf[:0], ev, o.prof), '\n')

@@ -149,11 +149,12 @@ func TestEndpointStateMatrix(t *testing.T) {
 			{"POST", "/generate", gen, [3]int{hangs, hangs, hangs}},
 			{"GET", "/flush_cache", "", [3]int{hangs, hangs, hangs}},
 		},
+		// A zombie in every era: 0.5.9 has no SubprocessWatchdog yet (TestSchedulerDeadTeardown).
 		"d2-scheduler-dead": {
-			{"GET", "/health", "", [3]int{200, 503, refused}},
-			{"GET", "/health_generate", "", [3]int{503, 503, refused}},
-			{"GET", "/v1/models", "", [3]int{200, 200, refused}},
-			{"POST", "/generate", gen, [3]int{hangs, hangs, refused}},
+			{"GET", "/health", "", [3]int{200, 503, 503}},
+			{"GET", "/health_generate", "", [3]int{503, 503, 503}},
+			{"GET", "/v1/models", "", [3]int{200, 200, 200}},
+			{"POST", "/generate", gen, [3]int{hangs, hangs, hangs}},
 		},
 	}
 	for ei, era := range []sglang.Era{sglang.EraA, sglang.EraB, sglang.EraC} {
@@ -180,9 +181,6 @@ func TestEndpointStateMatrix(t *testing.T) {
 					r.waitState(t, StateSchedulerWedged)
 				case "d2-scheduler-dead":
 					r.waitState(t, StateSchedulerDead)
-					if era == sglang.EraC {
-						r.waitState(t, StateDead)
-					}
 				}
 				for _, c := range cells {
 					got, body := call(t, r.BaseURL(), c.method, c.path, c.body)
@@ -195,6 +193,37 @@ func TestEndpointStateMatrix(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestSchedulerDeadTeardown: from 0.5.10 the SubprocessWatchdog ends the server when the
+// scheduler dies; 0.5.9 keeps serving HTTP as a zombie.
+func TestSchedulerDeadTeardown(t *testing.T) {
+	for _, tc := range []struct {
+		profile  string
+		teardown bool
+	}{{"0.5.9", false}, {"0.5.10", true}, {"main-2026-07", true}} {
+		t.Run(tc.profile, func(t *testing.T) {
+			p, err := sglang.LookupProfile(tc.profile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := start(t, Config{Profile: p, Seed: 7, Faults: []fault.Spec{{Kind: fault.SchedulerDead, At: 10 * time.Second}}})
+			r.waitState(t, StateSchedulerDead)
+			if tc.teardown {
+				r.waitState(t, StateDead)
+				if code, _ := r.ExitCode(); code != 137 {
+					t.Errorf("exit %d, want 137", code)
+				}
+				if !strings.Contains(string(mustLogs(t, r.Server)), "crashed with exit code -9. Triggering SIGQUIT for cleanup...") {
+					t.Errorf("no SubprocessWatchdog line in:\n%s", mustLogs(t, r.Server))
+				}
+				return
+			}
+			if got, _ := call(t, r.BaseURL(), "GET", "/v1/models", ""); got != 200 {
+				t.Errorf("/v1/models on a 0.5.9 zombie: %d, want 200", got)
+			}
+		})
 	}
 }
 
@@ -211,8 +240,6 @@ func TestWarmupSequenceAndHealthProbeLines(t *testing.T) {
 		`"GET /model_info HTTP/1.1" 200 OK`,
 		"Prefill batch, #new-seq: 1, #new-token: 6, #cached-token: 0",
 		`"POST /generate HTTP/1.1" 200 OK`,
-		"Freezing GC in Scheduler process.",
-		`"POST /freeze_gc HTTP/1.1" 200 OK`,
 		"The server is fired up and ready to roll!",
 		"#new-token: 1, #cached-token: 0",
 		`- "GET /health HTTP/1.1" 200 OK`,

@@ -16,6 +16,19 @@ const (
 	Stderr
 )
 
+// StreamFor is the stream p's release writes e to; a line SGLang does not print itself
+// (another library's) keeps def.
+func StreamFor(p sglang.Profile, e sglang.Event, def Stream) Stream {
+	s, ok := p.StreamOf(e.Kind)
+	switch {
+	case !ok:
+		return def
+	case s == sglang.Stderr:
+		return Stderr
+	}
+	return Stdout
+}
+
 // Op is what the server process does at an entry besides (or instead of) printing a line.
 type Op uint8
 

@@ -157,8 +157,10 @@ func (c *Compiled) hicache(b *builder, a sglang.ServerArgs, pool sglang.KVPool, 
 	}
 	// The check passed but RAM runs out: the OOM killer SIGKILLs a scheduler, and the launcher
 	// sees EOF on its pipe.
-	b.main(sglang.RankDead(0))
-	b.main(sglang.ExitCode(-9))
+	if !c.Profile.RankDiedRuntimeErr { // 0.5.10's _wait_for_scheduler_ready raises instead of logging
+		b.main(sglang.RankDead(0))
+		b.main(sglang.ExitCode(-9))
+	}
 	b.raw(sglang.TracebackStart())
 	for _, e := range sglang.TracebackFrame("/sgl-workspace/sglang/python/sglang/srt/entrypoints/engine.py", 812, "_wait_for_scheduler_ready", "data = scheduler_pipe_readers[i].recv()") {
 		b.raw(e)

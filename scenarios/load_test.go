@@ -34,7 +34,7 @@ func TestLoadErrors(t *testing.T) {
 		{"ready before bound", "ready: 21s", "ready: 10s", `x.yaml:13:10: ready 10s is before bound 20s (ready comes after the port is bound and warmup finishes)`},
 		{"unknown verdict", "verdict: ready-ok", "verdict: ok", `x.yaml:15:12: unknown verdict "ok" (one of ready-ok, ready-late, false-ready, missed-ready, failed-fast, failed-slow, hung)`},
 		{"unknown host", "host: h100-x8", "host: h100", `x.yaml:5:7: gpu: no host profile "h100"; known: b200-x8, h100-x8, h200-x8, rtx-5090-x1, rtx-pro-6000-x8`},
-		{"unknown profile", "profile: C", "profile: Z", `x.yaml:4:10: sglang: unknown profile "Z": use one of A-2024, 0.3.6, A, 0.4.6, B, 0.5.2, C, 0.5.9, C-late, 0.5.18`},
+		{"unknown profile", "profile: C", "profile: Z", `x.yaml:4:10: sglang: unknown profile "Z": use one of 0.3.6, A-2024, 0.4.6, A, 0.4, 0.5.2, B, 0.5.9, C, 0.5.10, main-2026-07, C-late, main`},
 		{"no sources", "sources: [{ref: incidents.md}]\n", "", `x.yaml:1:1: sources is missing (cite at least one source: ` + "`sources: [{ref: https://github.com/sgl-project/sglang/issues/14282}]`)"},
 		{"missing log", "  modelled:\n    phases:\n      per_shard: 1s", "  recorded:\n    log: nope.log", `x.yaml:9:10: recorded log "nope.log": the scenario was loaded from bytes, so there is no directory to read it from (the path is relative to the scenario file)`},
 		{"exit without dead", "  verdict: ready-ok", "  verdict: ready-ok\n  exit_code: 1", `x.yaml:16:14: exit_code is set but dead is not (set dead to the time the process exits)`},

@@ -322,7 +322,7 @@ func (b *builder) log(s replay.Stream, header bool, ranks []sglang.Rank, e sglan
 		e.Time = b.tl.Start.Add(b.t)
 		e.Ranks = ranks
 	}
-	b.tl.Append(replay.Entry{At: b.t, Op: replay.OpLog, Stream: s, Event: e})
+	b.tl.Append(replay.Entry{At: b.t, Op: replay.OpLog, Stream: replay.StreamFor(b.p, e, s), Event: e})
 }
 
 func (b *builder) op(op replay.Op, code int) {

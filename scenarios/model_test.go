@@ -156,3 +156,49 @@ func TestEndings(t *testing.T) {
 		t.Error("era B crash must leave a zombie (OpSchedulerDead), not a teardown")
 	}
 }
+
+// TestReleaseEndings: what the launcher prints on its way out depends on the release.
+func TestReleaseEndings(t *testing.T) {
+	lines := func(c *Compiled) map[string]bool {
+		seen := map[string]bool{}
+		for _, e := range c.Timeline.Entries {
+			if e.Op == replay.OpLog {
+				seen[sglang.Render(e.Event, c.Profile)] = true
+			}
+		}
+		return seen
+	}
+	for _, tc := range []struct {
+		scenario, profile string
+		line              string
+		want              bool
+	}{
+		// From 0.5.9 the lifespan's finally joins the warmup thread: "complete" never prints.
+		{"errno98-after-load", "0.5.2", "INFO:     Application shutdown complete.", true},
+		{"errno98-after-load", "0.5.9", "INFO:     Application shutdown complete.", false},
+		{"errno98-after-load", "0.5.9", "INFO:     Waiting for application shutdown.", true},
+		// 0.5.10's _wait_for_scheduler_ready raises a RuntimeError instead of logging the death.
+		{"hicache-300-host-oom", "0.5.9", "Rank 0 scheduler is dead. Please check if there are relevant logs.", true},
+		{"hicache-300-host-oom", "0.5.10", "Rank 0 scheduler is dead. Please check if there are relevant logs.", false},
+		{"hicache-300-host-oom", "0.5.10", "RuntimeError: Rank 0 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.", true},
+	} {
+		s, err := Lookup(tc.scenario)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Profile = tc.profile
+		c, err := Compile(s, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for l := range lines(c) {
+			if strings.HasSuffix(l, tc.line) {
+				found = true
+			}
+		}
+		if found != tc.want {
+			t.Errorf("%s at %s: line %q printed %v, want %v", tc.scenario, tc.profile, tc.line, found, tc.want)
+		}
+	}
+}

@@ -26,7 +26,8 @@ type Scenario struct {
 	Summary string `yaml:"summary" json:"summary"`
 	// Sources cite where the facts come from; at least one is required.
 	Sources []Source `yaml:"sources" json:"sources"`
-	// Profile is the SGLang version or era the server behaves as ("A", "B", "C", "v0.5.3").
+	// Profile is the SGLang release the server behaves as: a profile name or alias ("0.5.9",
+	// "main-2026-07", "C") or a version ("v0.5.10").
 	Profile string `yaml:"profile" json:"profile"`
 	// Host is a named host profile (see gpu.HostNames) or an inline host block.
 	Host HostRef `yaml:"host" json:"host"`

@@ -58,10 +58,10 @@ func (c *Compiled) model(m Modelled, seed int64) error {
 // distInit is the launcher's first lines and torch distributed init, where NCCL endings fail.
 func (s *startup) distInit() (bool, error) {
 	b, c, ph, end := s.b, s.c, s.m.Phases, s.m.Ending
-	if c.Profile.ServeEntrypointWarning {
+	if c.Profile.ServeEntrypointWarn {
 		b.log(replay.Stderr, false, nil, sglang.ServeWarning("/usr/local/lib/python3.12/dist-packages/sglang/launch_server.py", 18))
 	}
-	b.main(sglang.ServerArgsLine(c.Profile, s.a))
+	b.main(sglang.ServerArgsLine(s.a))
 	b.wait(ph.Boot.D())
 	b.all(func(int) sglang.Event { return sglang.DistInitBegin() })
 	b.wait(ph.DistInit.D())
@@ -78,7 +78,7 @@ func (s *startup) distInit() (bool, error) {
 		b.op(replay.OpWedge, 0)
 		return true, nil
 	}
-	b.all(func(int) sglang.Event { return sglang.DistInitEnd(s.m.Memory.InitUsageGB) })
+	b.all(func(int) sglang.Event { return sglang.DistInitEnd(c.Profile, ph.DistInit.D(), s.m.Memory.InitUsageGB) })
 	return false, nil
 }
 
@@ -119,7 +119,9 @@ func (s *startup) weights() (bool, error) {
 		b.raw(sglang.ShardProgress(i, md.Shards, s.loaded, rem))
 	}
 	s.availGB = s.freeGB - s.weightsGB
-	b.all(func(int) sglang.Event { return sglang.LoadEnd(c.Profile, md.Arch, md.Dtype, s.availGB, s.weightsGB) })
+	b.all(func(int) sglang.Event {
+		return sglang.LoadEnd(c.Profile, md.Arch, md.Dtype, s.loaded, s.availGB, s.weightsGB)
+	})
 	return false, nil
 }
 
@@ -133,7 +135,9 @@ func (s *startup) kvPool() (bool, error) {
 	}
 	pool, perr := sglang.KVPoolSize(sglang.KVPoolInput{GPUFreeBytes: int64(s.freeGB * float64(sglang.GB)),
 		WeightsBytes: int64(s.weightsGB * float64(sglang.GB)), MemFractionStatic: mfs, BytesPerToken: s.layout.BytesPerToken()})
-	b.all(func(int) sglang.Event { return sglang.KVDtype(md.Dtype) })
+	if c.Profile.KVDtypeLine { // log_info_on_rank0
+		b.rank(0, sglang.KVDtype(md.Dtype))
+	}
 	if perr != nil {
 		b.traceback(0, schedFrames, sglang.Exception("RuntimeError", sglang.ErrKVPoolDoesNotFit.Error()))
 		b.killTree()
@@ -145,9 +149,6 @@ func (s *startup) kvPool() (bool, error) {
 	}
 	s.pool = pool
 	poolGB := float64(pool.Bytes) / float64(sglang.GB)
-	if c.Profile.KVAvailableLine {
-		b.all(func(int) sglang.Event { return sglang.KVAvailable(poolGB) })
-	}
 	b.wait(s.m.Phases.KVAlloc.D())
 	b.all(func(int) sglang.Event {
 		return sglang.KVAlloc(c.Profile, md.Dtype, int(pool.Tokens), poolGB/2, poolGB/2)
@@ -172,7 +173,7 @@ func (s *startup) capture() (bool, error) {
 		bs = DefaultCaptureBS(maxBS)
 	}
 	b.wait(200 * time.Millisecond)
-	b.all(func(int) sglang.Event { return sglang.CGBegin(c.Profile, s.availGB) })
+	b.all(func(int) sglang.Event { return sglang.CGBegin(c.Profile, s.availGB, bs) })
 	if c.Profile.CGBatchSizesLine {
 		b.all(func(int) sglang.Event { return sglang.CGBatchSizes(bs) })
 	}
@@ -242,18 +243,18 @@ func (s *startup) limits() (bool, error) {
 func (s *startup) serve() (bool, error) {
 	b, c, a, ph, end := s.b, s.c, s.a, s.m.Phases, s.m.Ending
 	b.wait(ph.ToBind.D())
-	if c.Profile.StartupTimings {
-		b.main(sglang.StartupTimings(fmt.Sprintf("load_weight=%.2f, kv_cache_allocation=%.2f, scheduler_e2e=%.2f, tokenizer_e2e=%.2f",
-			s.loaded.Seconds(), ph.KVAlloc.D().Seconds(), b.t.Seconds()-ph.Boot.D().Seconds(), b.t.Seconds())))
-	}
 	b.main(sglang.UvicornStarted(4000 + int(s.seed%50000+50000)%50000))
 	b.main(sglang.UvicornWaiting())
 	b.main(sglang.UvicornComplete())
 	if end.Kind == EndErrno98 {
 		b.main(sglang.Errno98(a.Host, a.Port))
 		b.main(sglang.UvicornShutdown(false))
-		b.main(sglang.UvicornShutdown(true))
-		// launch_server's finally joins the warmup thread, which polls until it gives up.
+		// Until 0.5.2 the lifespan returns at once; from 0.5.9 its finally joins the warmup
+		// thread, so "complete" never prints before the warmup's kill.
+		if c.Profile.BindFailShutdownDone {
+			b.main(sglang.UvicornShutdown(true))
+		}
+		// The warmup thread polls until it gives up.
 		b.wait(DefaultWarmupGiveUp)
 		b.main(sglang.InitFailed("warmup error: Traceback (most recent call last):"))
 		b.raw(sglang.Exception("requests.exceptions.ConnectionError", fmt.Sprintf("HTTPConnectionPool(host='%s', port=%d): Max retries exceeded", a.Host, a.Port)))

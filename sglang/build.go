@@ -24,10 +24,11 @@ func ev(k Kind, kv ...string) Event {
 	return e
 }
 
-// ServerArgsLine is the launcher's "server_args=..." line: ServerArgs(...) before era C, a dict
-// in era C.
-func ServerArgsLine(p Profile, a ServerArgs) Event {
-	return Event{Kind: KindServerArgs, Text: a.Repr(p.ServerArgsDict)}
+// ServerArgsLine is the launcher's "server_args=ServerArgs(...)" line: every release logs
+// f"{server_args=}" of the ServerArgs dataclass (SGLang 8905cbd42
+// python/sglang/srt/entrypoints/engine.py), so the dataclass repr is the only form.
+func ServerArgsLine(a ServerArgs) Event {
+	return Event{Kind: KindServerArgs, Text: a.Repr(false)}
 }
 
 // ServeWarning is the newest launcher's UserWarning on stderr (no header).
@@ -38,8 +39,13 @@ func ServeWarning(pythonFile string, line int) Event {
 // DistInitBegin is "Init torch distributed begin.".
 func DistInitBegin() Event { return ev(KindDistInitBegin) }
 
-// DistInitEnd is "Init torch distributed ends. mem usage=X GB".
-func DistInitEnd(memUsageGB float64) Event { return ev(KindDistInitEnd, "mem_usage", gb(memUsageGB)) }
+// DistInitEnd is "Init torch distributed ends. [elapsed=X s, ]mem usage=Y GB".
+func DistInitEnd(p Profile, elapsed time.Duration, memUsageGB float64) Event {
+	if p.DistInitElapsed {
+		return ev(KindDistInitEnd, "elapsed", gb(elapsed.Seconds()), "mem_usage", gb(memUsageGB))
+	}
+	return ev(KindDistInitEnd, "mem_usage", gb(memUsageGB))
+}
 
 // LoadBegin is "Load weight begin. avail mem=X GB".
 func LoadBegin(p Profile, availGB float64) Event {
@@ -92,9 +98,18 @@ func ShardProgress(done, total int, elapsed, remaining time.Duration) Event {
 		"elapsed", tqdmDur(elapsed), "remaining", rem, "rate", rate)
 }
 
-// LoadEnd is "Load weight end. type=..., dtype=..., avail mem=X GB[, mem usage=Y GB.]".
-func LoadEnd(p Profile, typ, dtype string, availGB, usageGB float64) Event {
-	e := ev(KindLoadEnd, "type", typ, "dtype", dtype, "avail_mem", gb(availGB))
+// LoadEnd is "Load weight end. [elapsed=E s, ]type=...[, dtype=...], avail mem=X GB[, mem
+// usage=Y GB.]", with the fields the profile prints.
+func LoadEnd(p Profile, typ, dtype string, elapsed time.Duration, availGB, usageGB float64) Event {
+	e := ev(KindLoadEnd)
+	if p.LoadEndElapsed {
+		e.Fields = append(e.Fields, Field{"elapsed", gb(elapsed.Seconds())})
+	}
+	e.Fields = append(e.Fields, Field{"type", typ})
+	if p.LoadEndDtype {
+		e.Fields = append(e.Fields, Field{"dtype", dtype})
+	}
+	e.Fields = append(e.Fields, Field{"avail_mem", gb(availGB)})
 	if p.LoadEndMemUsage {
 		e.Fields = append(e.Fields, Field{"mem_usage", gb(usageGB)})
 	}
@@ -104,7 +119,8 @@ func LoadEnd(p Profile, typ, dtype string, availGB, usageGB float64) Event {
 // KVDtype is "Using KV cache dtype: torch.bfloat16".
 func KVDtype(dtype string) Event { return ev(KindKVDtype, "dtype", dtype) }
 
-// KVAvailable is "The available memory for KV cache is X GB." (profiles with KVAvailableLine).
+// KVAvailable is "The available memory for KV cache is X GB.", printed by SGLang main of
+// 2025-12-19..27 only (no release profile prints it; the parser reads it).
 func KVAvailable(gbAvail float64) Event { return ev(KindKVAvailable, "avail_kv", gb(gbAvail)) }
 
 // KVAlloc is "KV Cache is allocated. [dtype: D, ][#tokens: N, ]K size: X GB, V size: Y GB".
@@ -123,8 +139,20 @@ func KVAlloc(p Profile, dtype string, tokens int, kGB, vGB float64) Event {
 // MemPoolEnd is "Memory pool end. avail mem=X GB".
 func MemPoolEnd(availGB float64) Event { return ev(KindMemPoolEnd, "avail_mem", gb(availGB)) }
 
-// CGBegin is the capture-begin sentence, with " avail mem=X GB" where the profile prints it.
-func CGBegin(p Profile, availGB float64) Event {
+// DecodeGraph is what the 2026-07 capture lines name: the target model's decode graphs.
+const DecodeGraph = "target decode"
+
+// DecodeGraphBackend is the default decode capture backend (cuda_graph_config.decode.backend).
+const DecodeGraphBackend = "full"
+
+// CGBegin is the capture-begin line: the 2026-07 "Capture target decode CUDA graph begin.
+// backend=full, num_tokens_per_req=1, bs=[...], avail mem=X GB" where the profile names the
+// graph, else the older sentence with " avail mem=X GB" where the profile prints it.
+func CGBegin(p Profile, availGB float64, bs []int) Event {
+	if p.CGRoleNamed {
+		return ev(KindCGBegin, "graph", DecodeGraph, "backend", DecodeGraphBackend, "num_tokens_per_req", "1",
+			"bs", intList(bs), "avail_mem", gb(availGB))
+	}
 	if p.CGBeginAvailMem {
 		return ev(KindCGBegin, "avail_mem", gb(availGB))
 	}
@@ -132,12 +160,15 @@ func CGBegin(p Profile, availGB float64) Event {
 }
 
 // CGBatchSizes is "Capture cuda graph bs [1, 2, 4]" (profiles with CGBatchSizesLine).
-func CGBatchSizes(bs []int) Event {
-	s := make([]string, len(bs))
-	for i, b := range bs {
+func CGBatchSizes(bs []int) Event { return Event{Kind: KindCGBatchSizes, Text: intList(bs)} }
+
+// intList is a Python list of ints as str() prints it: "[1, 2, 4]".
+func intList(v []int) string {
+	s := make([]string, len(v))
+	for i, b := range v {
 		s[i] = strconv.Itoa(b)
 	}
-	return Event{Kind: KindCGBatchSizes, Text: "[" + strings.Join(s, ", ") + "]"}
+	return "[" + strings.Join(s, ", ") + "]"
 }
 
 // CGProgress is one redraw of the capture bar (no header). bs is the batch size being captured
@@ -178,10 +209,18 @@ func tqdmBar(done, total, width int) string {
 	return b.String()
 }
 
-// CGEnd is "Capture cuda graph end. Time elapsed: X s[. mem usage=Y GB. avail mem=Z GB.]".
+// CGEnd is the capture-end line: "Capture cuda graph end. Time elapsed: X s[. mem usage=Y GB.
+// avail mem=Z GB.]" (0.4.6: avail mem first), or 2026-07's "Capture target decode CUDA graph
+// end. elapsed=X s, mem usage=Y GB, avail mem=Z GB.". Render prints the fields in their order.
 func CGEnd(p Profile, elapsed time.Duration, usageGB, availGB float64) Event {
+	if p.CGRoleNamed {
+		return ev(KindCGEnd, "graph", DecodeGraph, "elapsed", gb(elapsed.Seconds()), "mem_usage", gb(usageGB), "avail_mem", gb(availGB))
+	}
 	e := ev(KindCGEnd, "elapsed", gb(elapsed.Seconds()))
-	if p.CGEndMem {
+	switch {
+	case p.CGEndMem && p.CGEndAvailFirst:
+		e.Fields = append(e.Fields, Field{"avail_mem", gb(availGB)}, Field{"mem_usage", gb(usageGB)})
+	case p.CGEndMem:
 		e.Fields = append(e.Fields, Field{"mem_usage", gb(usageGB)}, Field{"avail_mem", gb(availGB)})
 	}
 	return e
@@ -219,9 +258,6 @@ func HiCacheAlloc(sizeGB float64) Event { return ev(KindHiCacheAlloc, "size_gb",
 func HostMemError(reqGB, freeGB float64) Event {
 	return ev(KindHostMemError, "requested_gb", gb(reqGB), "free_gb", gb(freeGB))
 }
-
-// StartupTimings is era C's "Engine startup timings (s): ..." with the values as printed.
-func StartupTimings(values string) Event { return Event{Kind: KindStartupTimings, Text: values} }
 
 // UvicornStarted, UvicornWaiting, UvicornComplete and UvicornRunning are uvicorn's startup
 // quartet, in that order.

@@ -68,7 +68,7 @@ func ExitCode(code int) Event { return ev(KindExitCode, "code", strconv.Itoa(cod
 // RankDiedInit is the 2026 launcher's final RuntimeError for a scheduler that died during
 // initialization.
 func RankDiedInit(rank, code int) Event {
-	return Exception("RuntimeError", fmt.Sprintf("Rank %d scheduler died during initialization (exit code: %d). If exit code is -9 (SIGKILL), a common cause is the OS OOM killer. Run dmesg -T | grep -i oom to check.", rank, code))
+	return Exception("RuntimeError", fmt.Sprintf("Rank %d scheduler died during initialization (exit code: %d). If exit code is -9 (SIGKILL), a common cause is the OS OOM killer. Run `dmesg -T | grep -i oom` to check.", rank, code))
 }
 
 // Watchdog is the scheduler watchdog line in the profile's wording.

@@ -81,7 +81,11 @@ func pyBool(b bool) string {
 
 // Prefill is a "Prefill batch" line with the profile's fields in the profile's order.
 func Prefill(p Profile, s PrefillStats) Event {
-	return batch(KindPrefill, p.batchSep(), s.Iter, p.PrefillFields, s.value)
+	sep := p.batchSep()
+	if p.PrefillTrailingComma {
+		sep += ", "
+	}
+	return batch(KindPrefill, sep, s.Iter, p.PrefillFields, s.value)
 }
 
 // Decode is a "Decode batch" line with the profile's fields in the profile's order.

@@ -18,7 +18,9 @@ var (
 	reMemUsage = regexp.MustCompile(`mem usage=([\d.]+) GB`)
 	reAvailMem = regexp.MustCompile(`avail mem=([\d.]+) GB`)
 	reKVAlloc  = regexp.MustCompile(`^KV Cache is allocated\. (?:dtype: ([^,]*), )?(?:#tokens: (\d+), )?K size: ([\d.]+) GB, V size: ([\d.]+) GB`)
-	reCGEnd    = regexp.MustCompile(`^Capture cuda graph end\. Time elapsed: ([\d.]+) s(?:\. mem usage=([\d.]+) GB\. avail mem=([\d.]+) GB\.)?`)
+	reCGEnd    = regexp.MustCompile(`^Capture cuda graph end\. Time elapsed: ([\d.]+) s(?:\. (mem usage|avail mem)=([\d.]+) GB\. (avail mem|mem usage)=([\d.]+) GB\.)?`)
+	reCGBegin2 = regexp.MustCompile(`^Capture (\w+ \w+) CUDA graph begin\. backend=([^,]*), num_tokens_per_req=(\d+), bs=(\[[\d, ]*\]), avail mem=([\d.]+) GB$`)
+	reCGEnd2   = regexp.MustCompile(`^Capture (\w+ \w+) CUDA graph end\. elapsed=([\d.]+) s, mem usage=([\d.]+) GB, avail mem=([\d.]+) GB\.$`)
 	reLimits   = regexp.MustCompile(`^max_total_num_tokens=(\d+), (?:chunked_prefill_size=(-?\d+|None), )?max_prefill_tokens=(\d+), max_running_requests=(\d+), context_len=(\d+)(?:, available_gpu_mem=([\d.]+) GB)?`)
 	reHiCache  = regexp.MustCompile(`^Allocating ([\d.]+) GB host memory for hierarchical KV cache\.`)
 	reHostOOM  = regexp.MustCompile(`Not enough host memory available\. Requesting ([\d.]+) GB but only have (-?[\d.]+) GB free\.`)
@@ -260,7 +262,7 @@ func captureMessage(m string) (Event, bool) {
 			if g := reCGEnd.FindStringSubmatch(m); g != nil {
 				fs := fieldsOf("elapsed", g[1])
 				if g[2] != "" {
-					fs = append(fs, Field{"mem_usage", g[2]}, Field{"avail_mem", g[3]})
+					fs = append(fs, Field{memKey(g[2]), g[3]}, Field{memKey(g[4]), g[5]})
 				}
 				return exact(Event{Kind: KindCGEnd, Fields: fs}, m), true
 			}
@@ -275,6 +277,14 @@ func captureMessage(m string) (Event, bool) {
 		}
 	}
 	return Event{}, false
+}
+
+// memKey is the field key of a printed "mem usage"/"avail mem" label.
+func memKey(label string) string {
+	if label == "avail mem" {
+		return "avail_mem"
+	}
+	return "mem_usage"
 }
 
 // failureMessage recognises the launcher, exception and watchdog messages.

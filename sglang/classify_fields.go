@@ -9,6 +9,14 @@ import (
 // "... end." (2026: "Capture target decode CUDA graph begin. backend=..., avail mem=X GB";
 // "... end. elapsed=X s, mem usage=Y GB, avail mem=Z GB.").
 func captureLine(m string) (Event, bool) {
+	if g := reCGBegin2.FindStringSubmatch(m); g != nil {
+		fs := fieldsOf("graph", g[1], "backend", g[2], "num_tokens_per_req", g[3], "bs", g[4], "avail_mem", g[5])
+		return exact(Event{Kind: KindCGBegin, Fields: fs}, m), true
+	}
+	if g := reCGEnd2.FindStringSubmatch(m); g != nil {
+		fs := fieldsOf("graph", g[1], "elapsed", g[2], "mem_usage", g[3], "avail_mem", g[4])
+		return exact(Event{Kind: KindCGEnd, Fields: fs}, m), true
+	}
 	g := reCapture.FindStringSubmatch(m)
 	if g == nil {
 		return Event{}, false

@@ -91,10 +91,12 @@ var verbatimKinds = [numKinds]bool{
 const (
 	msgDistInitBegin = "Init torch distributed begin."
 	msgDistInitEnd   = "Init torch distributed ends. mem usage="
+	msgDistInitEndE  = "Init torch distributed ends. elapsed="
 	msgLoadBegin     = "Load weight begin. avail mem="
 	msgWeightsFormat = "Using model weights format "
 	msgShards        = "Loading safetensors checkpoint shards: "
 	msgLoadEnd       = "Load weight end. type="
+	msgLoadEndHead   = "Load weight end. "
 	msgKVDtype       = "Using KV cache dtype: "
 	msgKVAvailable   = "The available memory for KV cache is "
 	msgKVAlloc       = "KV Cache is allocated. "
@@ -173,6 +175,10 @@ func appendStartupMessage(dst []byte, e Event) ([]byte, bool) {
 	case KindDistInitBegin:
 		return append(dst, msgDistInitBegin...), true
 	case KindDistInitEnd:
+		if v, ok := f.Get("elapsed"); ok {
+			dst = append(append(append(dst, msgDistInitEndE...), v...), " s, mem usage="...)
+			return append(append(dst, g("mem_usage")...), " GB"...), true
+		}
 		return append(append(append(dst, msgDistInitEnd...), g("mem_usage")...), " GB"...), true
 	case KindLoadBegin:
 		return append(append(append(dst, msgLoadBegin...), g("avail_mem")...), " GB"...), true
@@ -184,8 +190,14 @@ func appendStartupMessage(dst []byte, e Event) ([]byte, bool) {
 		dst = append(dst, "% Completed | "...)
 		return appendTQDMTail(dst, f), true
 	case KindLoadEnd:
-		dst = append(append(dst, msgLoadEnd...), g("type")...)
-		dst = append(append(dst, ", dtype="...), g("dtype")...)
+		dst = append(dst, msgLoadEndHead...)
+		if v, ok := f.Get("elapsed"); ok {
+			dst = append(append(append(dst, "elapsed="...), v...), " s, "...)
+		}
+		dst = append(append(dst, "type="...), g("type")...)
+		if v, ok := f.Get("dtype"); ok {
+			dst = append(append(dst, ", dtype="...), v...)
+		}
 		dst = append(append(append(dst, ", avail mem="...), g("avail_mem")...), " GB"...)
 		if v, ok := f.Get("mem_usage"); ok {
 			dst = append(append(append(dst, ", mem usage="...), v...), " GB."...)
@@ -217,6 +229,12 @@ func appendCaptureMessage(dst []byte, e Event) ([]byte, bool) {
 	g := func(k string) string { v, _ := f.Get(k); return v }
 	switch e.Kind {
 	case KindCGBegin:
+		if name, ok := f.Get("graph"); ok {
+			dst = append(append(append(dst, "Capture "...), name...), " CUDA graph begin. backend="...)
+			dst = append(append(append(dst, g("backend")...), ", num_tokens_per_req="...), g("num_tokens_per_req")...)
+			dst = append(append(append(dst, ", bs="...), g("bs")...), ", avail mem="...)
+			return append(append(dst, g("avail_mem")...), " GB"...), true
+		}
 		dst = append(dst, msgCGBegin...)
 		if v, ok := f.Get("avail_mem"); ok {
 			dst = append(append(append(dst, " avail mem="...), v...), " GB"...)
@@ -238,10 +256,23 @@ func appendCaptureMessage(dst []byte, e Event) ([]byte, bool) {
 		dst = append(append(append(dst, "%|"...), g("bar")...), "| "...)
 		return appendTQDMTail(dst, f), true
 	case KindCGEnd:
+		if name, ok := f.Get("graph"); ok {
+			dst = append(append(append(dst, "Capture "...), name...), " CUDA graph end. elapsed="...)
+			dst = append(append(append(dst, g("elapsed")...), " s, mem usage="...), g("mem_usage")...)
+			return append(append(append(dst, " GB, avail mem="...), g("avail_mem")...), " GB."...), true
+		}
 		dst = append(append(append(dst, msgCGEnd...), g("elapsed")...), " s"...)
-		if mu, ok := f.Get("mem_usage"); ok {
-			dst = append(append(append(dst, ". mem usage="...), mu...), " GB. avail mem="...)
-			dst = append(append(dst, g("avail_mem")...), " GB."...)
+		// The memory fields print in their order: 0.4.6 put avail mem first.
+		for _, fl := range f {
+			switch fl.Key {
+			case "mem_usage":
+				dst = append(append(append(dst, ". mem usage="...), fl.Value...), " GB"...)
+			case "avail_mem":
+				dst = append(append(append(dst, ". avail mem="...), fl.Value...), " GB"...)
+			}
+		}
+		if len(f) > 1 {
+			dst = append(dst, '.')
 		}
 		return dst, true
 	case KindLimits:

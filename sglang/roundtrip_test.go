@@ -27,13 +27,13 @@ func genEvent(r *rand.Rand, p Profile, k Kind) (e Event, headless bool) {
 		a := DefaultServerArgs()
 		a.ModelPath = "org/model-" + fmt.Sprint(r.IntN(99))
 		a.TPSize = 1 << r.IntN(4)
-		return ServerArgsLine(p, a), false
+		return ServerArgsLine(a), false
 	case KindLaunchWarning:
 		return ServeWarning("/usr/lib/python3/sglang/launch_server.py", 1+r.IntN(90)), true
 	case KindDistInitBegin:
 		return DistInitBegin(), false
 	case KindDistInitEnd:
-		return DistInitEnd(f(0, 4)), false
+		return DistInitEnd(p, d(30), f(0, 4)), false
 	case KindLoadBegin:
 		return LoadBegin(p, f(10, 140)), false
 	case KindWeightsFormat:
@@ -42,7 +42,7 @@ func genEvent(r *rand.Rand, p Profile, k Kind) (e Event, headless bool) {
 		total := 1 + r.IntN(64)
 		return ShardProgress(r.IntN(total+1), total, d(300), d(300)), true
 	case KindLoadEnd:
-		return LoadEnd(p, "Qwen2ForCausalLM", "torch.bfloat16", f(10, 140), f(1, 80)), false
+		return LoadEnd(p, "Qwen2ForCausalLM", "torch.bfloat16", d(300), f(10, 140), f(1, 80)), false
 	case KindKVDtype:
 		return KVDtype("torch.float8_e4m3fn"), false
 	case KindKVAvailable:
@@ -52,7 +52,7 @@ func genEvent(r *rand.Rand, p Profile, k Kind) (e Event, headless bool) {
 	case KindMemPoolEnd:
 		return MemPoolEnd(f(1, 80)), false
 	case KindCGBegin:
-		return CGBegin(p, f(1, 80)), false
+		return CGBegin(p, f(1, 80), []int{1, 2, 4, 8, 16 * (1 + r.IntN(16))}), false
 	case KindCGBatchSizes:
 		return CGBatchSizes([]int{1, 2, 4, 8, 16 * (1 + r.IntN(16))}), false
 	case KindCGProgress:
@@ -67,7 +67,7 @@ func genEvent(r *rand.Rand, p Profile, k Kind) (e Event, headless bool) {
 	case KindHostMemError:
 		return HostMemError(f(10, 500), f(-5, 400)), true
 	case KindStartupTimings:
-		return StartupTimings(fmt.Sprintf("load_weight=%.2f, tokenizer_e2e=%.2f", f(1, 200), f(1, 300))), false
+		return Event{Kind: k, Text: fmt.Sprintf("load_weight=%.2f, tokenizer_e2e=%.2f", f(1, 200), f(1, 300))}, false
 	case KindUvicornStarted:
 		return UvicornStarted(1 + r.IntN(1<<22)), false
 	case KindUvicornWaiting:
@@ -185,6 +185,7 @@ func TestRoundTrip(t *testing.T) {
 // TestProfilesDiffer checks that the eras really print differently where the reference says.
 func TestProfilesDiffer(t *testing.T) {
 	a, b, c := ProfileFor(EraA), ProfileFor(EraB), ProfileFor(EraC)
+	old, late := mustProfile(t, "0.3.6"), mustProfile(t, "main-2026-07")
 	st := PrefillStats{NewSeq: 1, NewToken: 1, InputThroughput: 0.30}
 	cases := []struct {
 		name string
@@ -195,12 +196,12 @@ func TestProfilesDiffer(t *testing.T) {
 		{"A prefill", a, Prefill(a, st), "Prefill batch. #new-seq: 1, #new-token: 1, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0"},
 		{"C prefill (incident)", c, Prefill(c, st), "Prefill batch, #new-seq: 1, #new-token: 1, #cached-token: 0, token usage: 0.00, #running-req: 0, #queue-req: 0, input throughput (token/s): 0.30, cuda graph: False"},
 		{"B decode trailing comma", b, Decode(b, DecodeStats{RunningReq: 1, Token: 48, CUDAGraph: true, GenThroughput: 1.88}), "Decode batch. #running-req: 1, #token: 48, token usage: 0.00, cuda graph: True, gen throughput (token/s): 1.88, #queue-req: 0, "},
-		{"A-2024 KV", Profiles()[0], KVAlloc(Profiles()[0], "x", 5, 30.11, 30.11), "KV Cache is allocated. K size: 30.11 GB, V size: 30.11 GB"},
-		{"C-late KV", Profiles()[4], KVAlloc(Profiles()[4], "torch.bfloat16", 387968, 5.92, 5.92), "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 387968, K size: 5.92 GB, V size: 5.92 GB"},
-		{"A-2024 sigquit typo", Profiles()[0], SigquitChild(Profiles()[0]), "Received sigquit from a child proces."},
+		{"A-2024 KV", old, KVAlloc(old, "x", 5, 30.11, 30.11), "KV Cache is allocated. K size: 30.11 GB, V size: 30.11 GB"},
+		{"C-late KV", late, KVAlloc(late, "torch.bfloat16", 387968, 5.92, 5.92), "KV Cache is allocated. dtype: torch.bfloat16, #tokens: 387968, K size: 5.92 GB, V size: 5.92 GB"},
+		{"A-2024 sigquit typo", old, SigquitChild(old), "Received sigquit from a child proces."},
 		{"C watchdog", c, Watchdog(c, 300*time.Second), "Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)"},
 		{"A-2024 watchdog", a, Watchdog(a, 300*time.Second), "Watchdog timeout (self.watchdog_timeout=300)"},
-		{"A-2024 CG bar", Profiles()[0], CGProgress(Profiles()[0], 8, 19, 19, 0, 5*time.Second, 0), "100%|██████████| 19/19 [00:05<00:00,  3.80it/s]"},
+		{"A-2024 CG bar", old, CGProgress(old, 8, 19, 19, 0, 5*time.Second, 0), "100%|██████████| 19/19 [00:05<00:00,  3.80it/s]"},
 		{"B CG bar", b, CGProgress(b, 64, 5, 12, 30.02, 2*time.Second, 3*time.Second), "Capturing batches (bs=64 avail_mem=30.02 GB):  41%|████▏     | 5/12 [00:02<00:03,  2.50it/s]"},
 		{"shards first redraw", a, ShardProgress(0, 4, 0, 0), "Loading safetensors checkpoint shards:   0% Completed | 0/4 [00:00<?, ?it/s]"},
 		{"shards", a, ShardProgress(1, 4, 3*time.Second, 9*time.Second), "Loading safetensors checkpoint shards:  25% Completed | 1/4 [00:03<00:09,  3.00s/it]"},
@@ -217,7 +218,7 @@ func TestProfilesDiffer(t *testing.T) {
 			t.Errorf("%s:\n got %q\nwant %q", tc.name, got, tc.want)
 		}
 	}
-	if a.WarmupInfoPath == c.WarmupInfoPath || a.HealthGatedOnStatus || !b.HealthGatedOnStatus || !c.TeardownOnChildCrash {
+	if a.WarmupInfoPath == c.WarmupInfoPath || a.HealthGatedOnStatus || !b.HealthGatedOnStatus || c.TeardownOnChildCrash || !late.TeardownOnChildCrash {
 		t.Errorf("endpoint semantics not distinct: A %+v C %+v", a, c)
 	}
 }
@@ -227,8 +228,11 @@ func TestLookupProfile(t *testing.T) {
 		in   string
 		era  Era
 		fail bool
-	}{{"A", EraA, false}, {"b", EraB, false}, {"C", EraC, false}, {"0.5.9", EraC, false}, {"v0.4.6", EraA, false},
-		{"C-late", EraC, false}, {"0.3.6", EraA, false}, {"D", 0, true}, {"", 0, true}} {
+		name string
+	}{{"A", EraA, false, "0.4.6"}, {"b", EraB, false, "0.5.2"}, {"C", EraC, false, "0.5.9"}, {"0.5.9", EraC, false, "0.5.9"},
+		{"v0.4.6", EraA, false, "0.4.6"}, {"0.5.10", EraC, false, "0.5.10"}, {"v0.5.15", EraC, false, "main-2026-07"},
+		{"C-late", EraC, false, "main-2026-07"}, {"MAIN-2026-07", EraC, false, "main-2026-07"}, {"A-2024", EraA, false, "0.3.6"},
+		{"D", 0, true, ""}, {"", 0, true, ""}, {"0.5", 0, true, ""}} {
 		p, err := LookupProfile(tc.in)
 		if tc.fail {
 			if err == nil || !strings.Contains(err.Error(), "use one of") {
@@ -236,8 +240,8 @@ func TestLookupProfile(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || p.Era != tc.era {
-			t.Errorf("LookupProfile(%q) = %v, %v; want era %v", tc.in, p.Era, err, tc.era)
+		if err != nil || p.Era != tc.era || p.Name != tc.name {
+			t.Errorf("LookupProfile(%q) = %s era %v, %v; want %s era %v", tc.in, p.Name, p.Era, err, tc.name, tc.era)
 		}
 	}
 	var e Era
@@ -252,13 +256,13 @@ func TestLookupProfile(t *testing.T) {
 	}
 }
 
-func TestDetectProfile(t *testing.T) {
+func TestDetectEra(t *testing.T) {
 	for _, tc := range []struct {
 		file string
 		era  Era
 	}{{"incidents.log", EraC}, {"kinds.log", EraC}} {
 		lines := mustParseFile(t, "testdata/corpus/"+tc.file)
-		if got := DetectProfile(lines); got.Era != tc.era {
+		if got, _ := DetectRelease(lines); got.Era != tc.era {
 			t.Errorf("%s: era %v, want %v", tc.file, got.Era, tc.era)
 		}
 	}
@@ -268,20 +272,26 @@ func TestDetectProfile(t *testing.T) {
 		p := ProfileFor(era)
 		var lines []Line
 		ps := NewParser()
-		for _, k := range []Kind{KindServerArgs, KindLoadEnd, KindKVAlloc, KindPrefill, KindDecode, KindStartupTimings, KindFreezeGC} {
-			if (k == KindStartupTimings && !p.StartupTimings) || (k == KindFreezeGC && !p.FreezeGC) {
-				continue
-			}
+		for _, k := range []Kind{KindServerArgs, KindLoadEnd, KindKVAlloc, KindPrefill, KindDecode} {
 			e, _ := genEvent(r, p, k)
 			e.Time, e.Ranks = genHeader(r, p)
 			e.Ranks = p.SingleGPURanks()
 			lines = append(lines, ps.Feed(Render(e, p))...)
 		}
-		got := DetectProfile(lines)
-		if got.Era != era || !reflect.DeepEqual(got.PrefillFields, p.PrefillFields) || got.BatchSep != p.BatchSep {
-			t.Errorf("era %v detected as %v (%v %q)", era, got.Era, got.PrefillFields, got.BatchSep)
+		got, _ := DetectRelease(lines)
+		if got.Name != p.Name || !reflect.DeepEqual(got.PrefillFields, p.PrefillFields) || got.BatchSep != p.BatchSep {
+			t.Errorf("era %v (%s) detected as %s (%v %q)", era, p.Name, got.Name, got.PrefillFields, got.BatchSep)
 		}
 	}
+}
+
+func mustProfile(t *testing.T, name string) Profile {
+	t.Helper()
+	p, err := LookupProfile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func mustParseFile(t *testing.T, path string) []Line {

@@ -67,7 +67,7 @@ func Write(ctx context.Context, w io.Writer, o Options) (int64, error) {
 	a := sglang.DefaultServerArgs()
 	a.ModelPath, a.TPSize, a.Port = "org/bench-model", tp, 8000
 	steps := []func() error{
-		func() error { return emit(sglang.ServerArgsLine(p, a), nil, true) },
+		func() error { return emit(sglang.ServerArgsLine(a), nil, true) },
 		func() error { return perRank(sglang.LoadBegin(p, 94.5)) },
 		func() error {
 			for i := 0; i <= 8; i++ {
@@ -77,10 +77,12 @@ func Write(ctx context.Context, w io.Writer, o Options) (int64, error) {
 			}
 			return nil
 		},
-		func() error { return perRank(sglang.LoadEnd(p, "DeepseekV3ForCausalLM", "torch.bfloat16", 20.1, 74.4)) },
+		func() error {
+			return perRank(sglang.LoadEnd(p, "DeepseekV3ForCausalLM", "torch.bfloat16", 24*time.Second, 20.1, 74.4))
+		},
 		func() error { return perRank(sglang.KVAlloc(p, "torch.bfloat16", 116000, 4.1, 4.1)) },
 		func() error { return perRank(sglang.MemPoolEnd(11.2)) },
-		func() error { return perRank(sglang.CGBegin(p, 11.1)) },
+		func() error { return perRank(sglang.CGBegin(p, 11.1, []int{1, 2, 4, 8})) },
 		func() error { return perRank(sglang.CGEnd(p, 41*time.Second, 1.2, 9.9)) },
 		func() error { return emit(sglang.UvicornStarted(3831493), nil, true) },
 		func() error { return emit(sglang.UvicornRunning("0.0.0.0", 8000), nil, true) },

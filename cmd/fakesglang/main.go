@@ -4,6 +4,7 @@
 //
 //	fakesglang --model-path M --port 30000 [--scenario FILE|NAME] [--speed S] [--seed N]
 //	           [--journal FILE] [--start-time RFC3339] [--log-file FILE]
+//	           [--sglang-version V|--profile NAME]
 package main
 
 import (
@@ -32,7 +33,7 @@ type own struct {
 	speed                      float64
 	seed                       int64
 	startTime                  time.Time
-	profile                    string
+	profile, profileFlag       string // the release to play without --scenario, and the flag that named it
 	bindAfter                  time.Duration
 	vclock                     string // a leader's clock socket: run on its virtual time
 }
@@ -48,7 +49,7 @@ func splitOwn(argv []string) (own, []string, error) {
 	for i := 0; i < len(argv); i++ {
 		name, val, has := strings.Cut(argv[i], "=")
 		switch name {
-		case "--scenario", "--speed", "--seed", "--journal", "--start-time", "--log-file", "--profile", "--bind-after", "--vclock":
+		case "--scenario", "--speed", "--seed", "--journal", "--start-time", "--log-file", "--profile", "--sglang-version", "--bind-after", "--vclock":
 		default:
 			rest = append(rest, argv[i])
 			continue
@@ -68,10 +69,13 @@ func splitOwn(argv []string) (own, []string, error) {
 			o.journal = val
 		case "--log-file":
 			o.logFile = val
-		case "--profile":
-			o.profile = val
 		case "--vclock":
 			o.vclock = val
+		case "--profile", "--sglang-version":
+			if o.profile != "" && o.profile != val {
+				return o, nil, usageError{fmt.Sprintf("argument %s: not allowed with %s %s: give the release once", name, o.profileFlag, o.profile)}
+			}
+			o.profile, o.profileFlag = val, name
 		case "--speed":
 			if o.speed, err = strconv.ParseFloat(val, 64); err == nil {
 				err = replay.CheckFactor(o.speed)
@@ -100,6 +104,9 @@ func given(argv []string, flags ...string) bool {
 
 func config(o own, argv []string) (fakeserver.Config, error) {
 	var cfg fakeserver.Config
+	if o.scenario != "" && o.profile != "" {
+		return cfg, usageError{"argument " + o.profileFlag + ": not allowed with --scenario: the scenario's profile: field picks its release"}
+	}
 	if o.scenario != "" {
 		so := fakeserver.ScenarioOptions{Seed: o.seed, Speed: o.speed}
 		if given(os.Args, "--start-time") { // re-stamp the scenario: lines are stamped Start+offset
@@ -170,14 +177,14 @@ func config(o own, argv []string) (fakeserver.Config, error) {
 	return cfg, nil
 }
 
-const usage = "usage: fakesglang [-h] --model-path MODEL_PATH [SGLang launch flags] [--scenario FILE|NAME] [--speed S] [--seed N] [--journal FILE] [--start-time RFC3339] [--log-file FILE] [--vclock SOCKET]"
+const usage = "usage: fakesglang [-h] --model-path MODEL_PATH [SGLang launch flags] [--scenario FILE|NAME] [--speed S] [--seed N] [--journal FILE] [--start-time RFC3339] [--log-file FILE] [--sglang-version V] [--vclock SOCKET]"
 
 // run runs one server until it exits. A value on term is SIGTERM, which the server handles as
 // its SGLang release does (a drain, then exit 137); ctx ending is SIGINT: stop at once, 143.
 func run(ctx context.Context, term <-chan os.Signal, argv []string, stdout, stderr io.Writer) int {
 	if slices.Contains(argv, "-h") || slices.Contains(argv, "--help") { // argparse: usage on stdout, exit 0
 		fmt.Fprintln(stdout, usage)
-		fmt.Fprintln(stdout, "\nA fake SGLang server: replays a scenario's startup (log lines, port binding, HTTP behaviour,\nexit code) on a compressible clock. Flags other than the ones above are SGLang's launch flags.")
+		fmt.Fprintln(stdout, "\nA fake SGLang server: replays a scenario's startup (log lines, port binding, HTTP behaviour,\nexit code) on a compressible clock. Flags other than the ones above are SGLang's launch flags.\n\n--sglang-version (or --profile) picks the SGLang release a launch without --scenario plays:\n"+strings.Join(profileNames(), ", ")+".")
 		return 0
 	}
 	o, rest, err := splitOwn(argv)
@@ -224,6 +231,19 @@ func run(ctx context.Context, term <-chan os.Signal, argv []string, stdout, stde
 	}
 	fmt.Fprintln(stderr, "fakesglang:", err)
 	return 1
+}
+
+// profileNames lists each release profile with its aliases, e.g. "0.4.6 (A, 0.4)".
+func profileNames() []string {
+	var out []string
+	for _, p := range sglang.Profiles() {
+		n := p.Name
+		if len(p.Aliases) > 0 {
+			n += " (" + strings.Join(p.Aliases, ", ") + ")"
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func main() {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/incident-replay/incident-replay/fakeserver"
 )
 
 func TestHelp(t *testing.T) {
@@ -73,5 +75,32 @@ func TestRunSigterm(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no exit after SIGTERM")
+	}
+}
+
+func TestSGLangVersionFlag(t *testing.T) {
+	for _, tc := range []struct {
+		argv    []string
+		profile string // the profile the launch plays; "" when the flags are refused
+	}{
+		{[]string{"--model-path", "m", "--sglang-version", "0.5.9"}, "0.5.9"},
+		{[]string{"--model-path", "m", "--sglang-version=v0.5.10"}, "0.5.10"},
+		{[]string{"--model-path", "m", "--profile", "B"}, "0.5.2"},
+		{[]string{"--model-path", "m", "--profile", "C", "--sglang-version", "0.5.9"}, ""},
+		{[]string{"--model-path", "m"}, "0.5.9"},
+		{[]string{"--model-path", "m", "--sglang-version", "0.9.9"}, ""},
+		{[]string{"--model-path", "m", "--sglang-version", "0.5.9", "--scenario", "s0-happy-era-c"}, ""},
+	} {
+		o, rest, err := splitOwn(tc.argv)
+		if err == nil {
+			var cfg fakeserver.Config
+			cfg, err = config(o, rest)
+			if err == nil && cfg.Profile.Name != tc.profile {
+				t.Errorf("%q: profile %s, want %s", tc.argv, cfg.Profile.Name, tc.profile)
+			}
+		}
+		if (err != nil) != (tc.profile == "") {
+			t.Errorf("%q: err %v, want refused=%v", tc.argv, err, tc.profile == "")
+		}
 	}
 }

@@ -166,6 +166,9 @@ func authorRules(rulesFile string) ([]scenarios.RedactRule, error) {
 
 func printAuthorReport(w io.Writer, logPath string, r *author.Report) {
 	fmt.Fprintf(w, "%s: %d lines, profile %s (era %s), %d rank(s)\n", logPath, r.Lines, r.Profile, r.Era, r.Ranks)
+	for _, e := range r.Evidence {
+		fmt.Fprintf(w, "  profile evidence: %s\n", e)
+	}
 	fmt.Fprintf(w, "  flags: %s\n", r.Flags)
 	var ps []string
 	for _, p := range r.Phases {

@@ -103,9 +103,13 @@ func infer(lg *capturedLog, opts Options, rep *Report) (*draft, error) {
 	}
 	rep.Phases = LogPhases(KindsOf(tl))
 	rep.Probes = probePatterns(tl)
-	rep.Profile = profileName(sglang.DetectProfile(lines), lines)
-	if p, err := sglang.LookupProfile(rep.Profile); err == nil {
-		rep.Era = p.Era
+	prof, evidence := sglang.DetectRelease(lines)
+	rep.Profile, rep.Era = prof.Name, prof.Era
+	for _, e := range evidence[:min(len(evidence), maxEvidence)] {
+		rep.Evidence = append(rep.Evidence, e.String())
+	}
+	if len(evidence) == 0 {
+		rep.Evidence = []string{"no line tells the releases apart: " + prof.Name + " by default"}
 	}
 	rep.Ranks = countRanks(lines)
 	argv, dropped := inferFlags(lines, rep)

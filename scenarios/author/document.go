@@ -108,6 +108,9 @@ func reportComments(rep *Report) []string {
 	var out []string
 	w := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
 	w("profile %s (era %s), %d rank(s), %d lines (%d parsed lines)", rep.Profile, rep.Era, rep.Ranks, rep.Lines, rep.Segments)
+	for _, e := range rep.Evidence {
+		w("profile evidence: %s", e)
+	}
 	if len(rep.Phases) > 0 {
 		var ps []string
 		for _, p := range rep.Phases {
@@ -180,7 +183,7 @@ func ruleNames(rep *Report) string {
 }
 
 func summaryOf(rep *Report) string {
-	s := fmt.Sprintf("Authored from a captured log: SGLang era %s, %d rank(s), ending: %s.", rep.Era, rep.Ranks, rep.Ending)
+	s := fmt.Sprintf("Authored from a captured log: SGLang %s (era %s), %d rank(s), ending: %s.", rep.Profile, rep.Era, rep.Ranks, rep.Ending)
 	if rep.Expect.Bound != nil {
 		s += fmt.Sprintf(" Port bound at %s.", rep.Expect.Bound.D())
 	}

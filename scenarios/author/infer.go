@@ -7,34 +7,8 @@ import (
 	"github.com/incident-replay/incident-replay/sglang"
 )
 
-// profileName picks the catalogue profile for the detected era. Only era C prints server_args
-// as a dict, so that form decides the era over DetectProfile's per-line votes (a startup log of
-// many ranks repeats era-B-looking lines once per rank).
-func profileName(p sglang.Profile, lines []sglang.Line) string {
-	for _, l := range lines {
-		if l.Event.Kind == sglang.KindServerArgs {
-			if strings.HasPrefix(l.Event.Text, "{") {
-				p.Era = sglang.EraC
-			} else if p.Era == sglang.EraC {
-				p.Era = sglang.EraB // ServerArgs(...) is eras A and B
-			}
-			break
-		}
-	}
-	for _, l := range lines {
-		switch l.Event.Kind {
-		case sglang.KindLaunchWarning:
-			if p.Era == sglang.EraC {
-				return "C-late"
-			}
-		case sglang.KindCGProgress:
-			if _, ok := l.Event.Fields.Get("avail_mem"); !ok && p.Era == sglang.EraA {
-				return "A-2024"
-			}
-		}
-	}
-	return p.Era.String()
-}
+// maxEvidence is how many of the lines that picked the profile a report names.
+const maxEvidence = 4
 
 // countRanks counts the scheduler processes: distinct rank prefixes of headed lines.
 func countRanks(lines []sglang.Line) int {

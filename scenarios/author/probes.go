@@ -15,7 +15,7 @@ import (
 )
 
 // warmupRoutes are the server's own warmup requests, not probes.
-var warmupRoutes = map[string]bool{"GET /get_model_info": true, "GET /model_info": true, "POST /generate": true, "POST /freeze_gc": true}
+var warmupRoutes = map[string]bool{"GET /get_model_info": true, "GET /model_info": true, "POST /generate": true}
 
 // probePatterns groups access lines by client address and route. The server's own warmup
 // requests (before ready) are left out; what remains is the traffic a readiness tool, a

@@ -16,7 +16,8 @@ type Report struct {
 	Segments  int // parsed lines (carriage-return redraws and glued bars split)
 	Profile   string
 	Era       sglang.Era
-	Ranks     int // scheduler processes seen in the headers (1 when none)
+	Evidence  []string // the lines that picked the profile, most telling first
+	Ranks     int      // scheduler processes seen in the headers (1 when none)
 	Flags     string
 	Dropped   []string // server_args values the flags could not carry, with why
 	Phases    []PhaseSpan
