@@ -200,7 +200,7 @@ func (firstLineLogger) Printf(format string, v ...any) {
 	fmt.Fprintln(GinkgoWriter, msg)
 }
 
-var _ = Describe("testcontainers-go wait.ForHTTP: the real library and the tc-http models", Ordered, ContinueOnFailure, Label("conformance", "container", "inprocess", "slow"), func() {
+var _ = Describe("testcontainers-go wait.ForHTTP: the real library and the tc-http models", Serial, Ordered, ContinueOnFailure, Label("conformance", "container", "inprocess", "slow"), func() {
 	var (
 		runs []conformanceRun
 		wall time.Duration
