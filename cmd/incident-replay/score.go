@@ -258,12 +258,8 @@ func selectTools(o scoreOptions) ([]harness.Tool, error) {
 		user = append(user, t)
 	}
 	all = append(all, user...)
-	seen := map[string]bool{}
-	for _, t := range all {
-		if seen[t.Name] {
-			return nil, fmt.Errorf("two tools are named %q: rename one (names must be unique)", t.Name)
-		}
-		seen[t.Name] = true
+	if err := uniqueNames(all, len(harness.Builtins())); err != nil {
+		return nil, err
 	}
 	names := o.tools
 	if len(names) == 0 && !o.allTools {
@@ -279,6 +275,23 @@ func selectTools(o scoreOptions) ([]harness.Tool, error) {
 		}
 	}
 	return harness.SelectTools(all, names)
+}
+
+// uniqueNames fails on two tools with one name; the first nBuiltin of all are built-ins.
+func uniqueNames(all []harness.Tool, nBuiltin int) error {
+	first := map[string]int{}
+	for i, t := range all {
+		j, dup := first[t.Name]
+		if !dup {
+			first[t.Name] = i
+			continue
+		}
+		if j < nBuiltin {
+			return fmt.Errorf("tool %q clashes with the built-in tool %s (%s): pick another name", t.Name, t.Name, all[j].Description)
+		}
+		return fmt.Errorf("two tools are named %q: rename one (names must be unique)", t.Name)
+	}
+	return nil
 }
 
 // loadCases resolves names in the catalogue and paths as files; none means the catalogue.
