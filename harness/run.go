@@ -155,7 +155,7 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 	res.Claim = claim
 	res.Journal = journal
 	res.Start = c.Timeline.Start
-	res.Truth, res.Predicted = complete(fakeserver.GroundTruth(journal), c.Predicted, claim.At.Sub(res.Start))
+	res.Truth, res.Predicted = complete(countFaults(fakeserver.GroundTruth(journal), c), c.Predicted, claim.At.Sub(res.Start))
 	res.Requests, res.HealthLatency = requestStats(journal)
 	res.Verdict, res.Reason = Classify(res.Truth, res.Start, claim, PolicyFor(t.Interval, max(c.HealthLatency(), res.HealthLatency), res.Speed, r.Launcher.Overhead()))
 	return res
@@ -207,7 +207,7 @@ func runTool(ctx context.Context, c Case, t Tool, clock replay.Clock, tgt Target
 	}
 	defer started()
 	if t.Wait == nil {
-		return shellRun{tool: t, clock: clock, target: tgt, limit: limit, faketime: ft, env: toolEnv(), output: out, started: started, rundir: rd}.run(ctx)
+		return shellRun{tool: t, facts: c, clock: clock, target: tgt, limit: limit, faketime: ft, env: toolEnv(scenarioEnv(c)...), output: out, started: started, rundir: rd}.run(ctx)
 	}
 	host, port, err := splitURL(tgt.BaseURL())
 	if err != nil {
@@ -244,7 +244,7 @@ func runTool(ctx context.Context, c Case, t Tool, clock replay.Clock, tgt Target
 		return Claim{Outcome: NoClaim, At: at}, nil
 	case werr != nil:
 		fmt.Fprintln(out, werr)
-		return Claim{Outcome: ClaimFailed, At: at, Detail: werr.Error()}, nil
+		return Claim{Outcome: ClaimFailed, At: at, Detail: werr.Error(), Preflight: errors.Is(werr, ErrPreflight)}, nil
 	}
 	return Claim{Outcome: ClaimReady, At: at, Detail: "ready"}, nil
 }

@@ -77,6 +77,8 @@ func TestRunInProcess(t *testing.T) {
 		// this pair does not end yet (the clock stops moving once the server is gone).
 		{"tc-log", crashCase(), 60, FailedSlow},
 		{"tc-http", crashCase(), Virtual, FailedFast},
+		{"popen-launch", happyCase(), Virtual, ReadyOK},
+		{"popen-launch", crashCase(), Virtual, FailedFast}, // its {{.Launch}} exits with the server
 		{"llmwait", happyCase(), Virtual, ReadyOK},
 		{"llmwait", crashCase(), Virtual, FailedFast},
 	}

@@ -145,6 +145,7 @@ const shmDir = "/dev/shm"
 // shellRun is one shell tool invocation.
 type shellRun struct {
 	tool     Tool
+	facts    Case // the scenario: its name, API key and launch line for the template
 	clock    replay.Clock
 	target   Target
 	limit    time.Duration // scenario time
@@ -160,7 +161,8 @@ type shellRun struct {
 var proxyVars = []string{"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"}
 
 // toolEnv is the environment shell tools run with: the harness's own minus proxy variables,
-// with the real Python interpreter first on PATH (pyenv shims cost ~1 s of fake time each).
+// with the real Python interpreter first on PATH (pyenv shims cost ~1 s of fake time each),
+// then extra (the scenario's own variables, proxies included).
 func toolEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -212,17 +214,40 @@ func (r shellRun) run(ctx context.Context) (Claim, error) {
 	// No server runs as a process of this host (in-process, or inside a container): a tool
 	// that watches {{.PID}} gets a stand-in process that lives exactly as long as the server.
 	var pid int
+	var launch string
 	if r.tool.usesPID() {
-		stop, spid, err := standIn(r.target, r.rundir)
+		var codeFile string
+		onExit := func() {}
+		if r.tool.usesLaunch() {
+			dir, err := os.MkdirTemp(r.rundir.Path(), "launch-")
+			if err != nil {
+				return Claim{}, fmt.Errorf("tool %s: {{.Launch}}: %w", r.tool.Name, err)
+			}
+			defer os.RemoveAll(dir)
+			codeFile = filepath.Join(dir, "exit-code")
+			onExit = func() {
+				if code, ok := r.target.Exited(); ok {
+					_ = writeExitCode(codeFile, code)
+				}
+			}
+		}
+		stop, spid, err := standIn(r.target, r.rundir, onExit)
 		if err != nil {
 			return Claim{}, err
 		}
 		defer stop()
 		pid = spid
+		if codeFile != "" {
+			prog, err := launchStandIn(filepath.Dir(codeFile), pid, r.target.LogFile(), codeFile)
+			if err != nil {
+				return Claim{}, err
+			}
+			launch = launchLine(prog, r.facts, port)
+		}
 	}
 	script, err := r.tool.render(TemplateData{
 		URL: r.target.BaseURL(), Host: host, Port: port, LogFile: r.target.LogFile(), PID: pid,
-		Timeout: int(r.limit / time.Second),
+		Timeout: int(r.limit / time.Second), Scenario: r.facts.Name, APIKey: apiKey(r.facts), Launch: launch,
 	})
 	if err != nil {
 		return Claim{}, err
@@ -279,7 +304,9 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	if hung {
 		return claim, nil
 	}
-	return r.tool.Claim.judge(claim, lineAt), nil
+	claim = r.tool.Claim.judge(claim, lineAt)
+	claim.Preflight = claim.Outcome == ClaimFailed && r.tool.PreflightExit != 0 && claim.ExitCode == r.tool.PreflightExit
+	return claim, nil
 }
 
 // command is the argv and environment the script runs with, and the virtual shell that puts
@@ -523,8 +550,9 @@ func (g groupScan) progressed(prev groupScan) bool {
 }
 
 // standIn starts a process that lives exactly as long as the target's server, so a tool that
-// watches {{.PID}} sees the in-process server die. It is killed and reaped by stop.
-func standIn(t Target, rd *RunDir) (stop func(), pid int, err error) {
+// watches {{.PID}} sees the in-process server die; onExit runs when the server has exited,
+// before the stand-in ends. It is killed and reaped by stop.
+func standIn(t Target, rd *RunDir, onExit func()) (stop func(), pid int, err error) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		return nil, 0, fmt.Errorf("sleep not found on PATH: needed for the {{.PID}} stand-in")
@@ -540,6 +568,7 @@ func standIn(t Target, rd *RunDir) (stop func(), pid int, err error) {
 	go func() {
 		select {
 		case <-t.Done():
+			onExit()
 		case <-done:
 		}
 		_ = cmd.Process.Kill()

@@ -170,8 +170,11 @@ func (t Tool) render(d TemplateData) (string, error) {
 	return b.String(), nil
 }
 
-// usesPID reports whether the command refers to the server's PID, which costs a stand-in
-// process when the server runs in-process.
+// usesLaunch reports whether the command starts the server itself ({{.Launch}}).
+func (t Tool) usesLaunch() bool { return strings.Contains(t.Command, ".Launch") }
+
+// usesPID reports whether the command refers to the server's PID or runs it, which costs a
+// stand-in process when the server runs in-process.
 func (t Tool) usesPID() bool {
 	return strings.Contains(t.Command, ".PID") || strings.Contains(t.Command, ".Launch")
 }

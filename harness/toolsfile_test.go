@@ -179,3 +179,29 @@ func TestScorecardFormats(t *testing.T) {
 		t.Fatalf("JUnit counts: %+v", parsed)
 	}
 }
+
+func TestSpeedClause(t *testing.T) {
+	at := func(speeds ...float64) []Result {
+		var rs []Result
+		for _, s := range speeds {
+			rs = append(rs, Result{Speed: s})
+		}
+		return rs
+	}
+	cases := []struct {
+		card Scorecard
+		want string
+	}{
+		{Scorecard{Speed: 60, Results: at(60, 60)}, "speed 60x"},
+		{Scorecard{Speed: 60, Results: at(1, 1)}, "speed 1x (real time)"},
+		{Scorecard{Speed: 0, Results: at(0, 0)}, "virtual time (--speed 0)"},
+		{Scorecard{Speed: 60, Results: at(60, 1, 60, 1)}, "speed 60x (2 pair(s) at 1x)"},
+		{Scorecard{Speed: 0, Results: at(0, 1)}, "virtual time (--speed 0) (1 pair(s) at 1x)"},
+		{Scorecard{Speed: 60}, "speed 60x"},
+	}
+	for _, c := range cases {
+		if got := c.card.SpeedClause(); got != c.want {
+			t.Errorf("SpeedClause of %v = %q, want %q", c.card.Results, got, c.want)
+		}
+	}
+}

@@ -23,8 +23,35 @@ const (
 	MissedReady = scenarios.MissedReady
 	FailedFast  = scenarios.FailedFast
 	FailedSlow  = scenarios.FailedSlow
+	GaveUp      = scenarios.GaveUp
 	Hung        = scenarios.Hung
 )
+
+// Definition is one verdict class as the scorecard legend, the README and `score --help`
+// state it.
+type Definition struct {
+	Verdict Verdict
+	Cell    string // the scorecard's short form
+	Meaning string
+}
+
+// Definitions lists every verdict class with the rule Classify applies, best to worst.
+func Definitions() []Definition {
+	defs := []Definition{
+		{ReadyOK, "", "claimed ready at or after t_ready, within the slack (the tool's interval + the health latency + 10 s)"},
+		{ReadyLate, "", "claimed ready at or after t_ready, later than the slack"},
+		{FalseReady, "", "claimed ready before t_ready, after the server died, or on a server that never became ready"},
+		{MissedReady, "", "gave up (failure or timeout) on a server that became ready"},
+		{FailedFast, "", "reported the failure of a server that died, within the fast window after t_dead (interval + 10 s), or refused it in preflight"},
+		{FailedSlow, "", "reported failure later than the fast window after t_dead, or timed out on a server that never became ready and never died"},
+		{GaveUp, "", "exited without claiming ready before the server's fate was known: before t_dead, server not ready (not a preflight refusal)"},
+		{Hung, "", "did not return before the harness limit and was killed"},
+	}
+	for i := range defs {
+		defs[i].Cell = ShortVerdict(defs[i].Verdict)
+	}
+	return defs
+}
 
 // Outcome is how a tool run ended.
 type Outcome uint8
@@ -55,6 +82,9 @@ type Claim struct {
 	At       time.Time
 	ExitCode int    // shell tools: exit status (-1 when killed)
 	Detail   string // the tool's last words: a printed line or an error
+	// Preflight marks a failure claimed by refusing the launch in preflight (llmwait's exit
+	// 4, ErrPreflight): a prediction of the death, so it may come before t_dead.
+	Preflight bool
 }
 
 // Policy sets the tolerances a verdict is judged with. Both are scenario durations.
@@ -81,16 +111,17 @@ func PolicyFor(interval, healthLatency time.Duration, speed float64, overhead ti
 }
 
 // Classify judges a claim against the truth; start is the scenario epoch the truth's offsets
-// count from. The reason says which rule decided.
+// count from. The reason is the rule that decided, as a sentence with this claim's times
+// (Definitions states each rule in general).
 func Classify(tr truth.Truth, start time.Time, c Claim, p Policy) (Verdict, string) {
 	if c.Outcome == NoClaim {
-		return Hung, "killed at the harness limit"
+		return Hung, "did not return before the harness limit (" + FormatDuration(c.At.Sub(start)) + ") and was killed"
 	}
 	at := c.At.Sub(start)
 	if c.Outcome == ClaimReady {
 		return classifyReady(tr, at, p)
 	}
-	return classifyFailed(tr, at, p)
+	return classifyFailed(tr, at, c, p)
 }
 
 func classifyReady(tr truth.Truth, at time.Duration, p Policy) (Verdict, string) {
@@ -109,7 +140,7 @@ func classifyReady(tr truth.Truth, at time.Duration, p Policy) (Verdict, string)
 	}
 }
 
-func classifyFailed(tr truth.Truth, at time.Duration, p Policy) (Verdict, string) {
+func classifyFailed(tr truth.Truth, at time.Duration, c Claim, p Policy) (Verdict, string) {
 	f := FormatDuration
 	switch {
 	case tr.EverReady():
@@ -120,11 +151,15 @@ func classifyFailed(tr truth.Truth, at time.Duration, p Policy) (Verdict, string
 	case tr.Dead == nil:
 		// Never ready, never dead (stuck in warmup): the only way out is the tool's own timeout.
 		return FailedSlow, "gave up at " + f(at) + " on a server that never became ready"
+	case at < *tr.Dead && c.Preflight:
+		return FailedFast, fmt.Sprintf("refused the launch in preflight at %s; the server died at %s", f(at), f(*tr.Dead))
+	case at < *tr.Dead:
+		// Right by accident: its retries or timeout ran out first.
+		return GaveUp, fmt.Sprintf("gave up at %s, %s before the server died at %s (it could not have known)", f(at), f(*tr.Dead-at), f(*tr.Dead))
 	case at-*tr.Dead <= p.FastWindow:
-		// Includes failing before t_dead: a preflight that predicted the death.
-		return FailedFast, fmt.Sprintf("failed at %s, server died at %s", f(at), f(*tr.Dead))
+		return FailedFast, fmt.Sprintf("failed at %s, %s after the server died at %s (fast window %s)", f(at), f(at-*tr.Dead), f(*tr.Dead), f(p.FastWindow))
 	default:
-		return FailedSlow, fmt.Sprintf("failed at %s, %s after the server died at %s", f(at), f(at-*tr.Dead), f(*tr.Dead))
+		return FailedSlow, fmt.Sprintf("failed at %s, %s after the server died at %s (fast window %s)", f(at), f(at-*tr.Dead), f(*tr.Dead), f(p.FastWindow))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/incident-replay/incident-replay/scenarios"
 	"github.com/incident-replay/incident-replay/truth"
 )
 
@@ -34,7 +35,11 @@ func TestClassify(t *testing.T) {
 		{"gave up before ready (budget too short)", ready, Claim{Outcome: ClaimFailed, At: at(600)}, MissedReady},
 		{"gave up after ready then dead", readyThenDead, Claim{Outcome: ClaimFailed, At: at(900)}, MissedReady},
 		{"failed right after death", dead, Claim{Outcome: ClaimFailed, At: at(125)}, FailedFast},
-		{"failed before death (preflight)", dead, Claim{Outcome: ClaimFailed, At: at(1)}, FailedFast},
+		{"refused in preflight before death", dead, Claim{Outcome: ClaimFailed, At: at(1), Preflight: true}, FailedFast},
+		{"gave up before death (retries ran out)", dead, Claim{Outcome: ClaimFailed, At: at(100)}, GaveUp},
+		{"gave up a moment before death", dead, Claim{Outcome: ClaimFailed, At: at(119)}, GaveUp},
+		{"failed at the death", dead, Claim{Outcome: ClaimFailed, At: at(120)}, FailedFast},
+		{"gave up before ready-then-dead became ready", readyThenDead, Claim{Outcome: ClaimFailed, At: at(50)}, MissedReady},
 		{"failed at own timeout after death", dead, Claim{Outcome: ClaimFailed, At: at(720)}, FailedSlow},
 		{"failed just outside fast window", dead, Claim{Outcome: ClaimFailed, At: at(136)}, FailedSlow},
 		{"gave up on a stuck server", stuck, Claim{Outcome: ClaimFailed, At: at(900)}, FailedSlow},
@@ -51,6 +56,19 @@ func TestClassify(t *testing.T) {
 				t.Fatal("Classify gave no reason")
 			}
 		})
+	}
+}
+
+func TestDefinitionsCoverEveryVerdict(t *testing.T) {
+	defs := Definitions()
+	vs := scenarios.Verdicts()
+	if len(defs) != len(vs) {
+		t.Fatalf("%d definitions for %d verdict classes", len(defs), len(vs))
+	}
+	for i, d := range defs {
+		if d.Verdict != vs[i] || d.Meaning == "" || d.Cell == "" {
+			t.Errorf("definition %d = %+v, want %s with a meaning and a cell text", i, d, vs[i])
+		}
 	}
 }
 

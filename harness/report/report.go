@@ -152,8 +152,8 @@ func writeHTML(w *bytes.Buffer, card harness.Scorecard, runs []run) {
 	w.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">")
 	w.WriteString("<title>incident-replay report</title>" + errorHook + "<style>" + pageStyle + Style + "</style></head><body>\n")
 	fmt.Fprintf(w, "<h1>incident-replay: %d scenarios × %d tools</h1>\n", len(scen), len(tools))
-	fmt.Fprintf(w, "<p class=\"meta\">%d runs, %s, scenario time compressed %g× (unscaled tools at 1×)%s. %d run(s) missed an expectation or could not run.</p>\n",
-		len(runs), html.EscapeString(card.Where), card.Speed, card.WallClause(), len(misses))
+	fmt.Fprintf(w, "<p class=\"meta\">%d runs, %s, %s%s. %d run(s) missed an expectation or could not run.</p>\n",
+		len(runs), html.EscapeString(card.Where), html.EscapeString(card.SpeedClause()), card.WallClause(), len(misses))
 	w.WriteString("<h2 id=\"matrix\">Scorecard</h2>\n<p class=\"meta\">Each cell: the verdict the harness gave the tool, then its claim time (scenario time). A black outline and <b>exp …</b> mark a missed expectation; ✓ a met one. Select a cell for its timeline.</p>\n")
 	w.WriteString("<div class=\"scroll\"><table class=\"matrix\"><thead><tr><th>scenario</th><th>correct<br>verdict</th>")
 	for _, t := range tools {
