@@ -20,6 +20,7 @@ import (
 type Result struct {
 	Scenario string
 	Tool     string
+	Kind     string  // the tool's kind: shell or go
 	Speed    float64 // the S the pair ran at (1 for unscaled tools)
 	Unscaled bool
 	Verdict  Verdict
@@ -97,7 +98,7 @@ type Runner struct {
 // Run launches c's server, runs t against it until t returns or the harness limit, stops the
 // server and scores the claim against the journal.
 func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
-	res = Result{Scenario: c.Name, Tool: t.Name, Speed: r.Speed, Unscaled: t.Unscaled, MustPass: t.MustPass, Limit: Limit(c, t)}
+	res = Result{Scenario: c.Name, Tool: t.Name, Kind: t.Kind(), Speed: r.Speed, Unscaled: t.Unscaled, MustPass: t.MustPass, Limit: Limit(c, t)}
 	if t.Unscaled {
 		res.Speed = 1
 	}

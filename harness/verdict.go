@@ -134,9 +134,9 @@ func classifyReady(tr truth.Truth, at time.Duration, p Policy) (Verdict, string)
 	case tr.Dead != nil && at >= *tr.Dead:
 		return FalseReady, "claimed ready at " + f(at) + " after the server died at " + f(*tr.Dead)
 	case at-*tr.Ready <= p.Slack:
-		return ReadyOK, fmt.Sprintf("ready %s after t_ready (slack %s)", f(at-*tr.Ready), f(p.Slack))
+		return ReadyOK, fmt.Sprintf("claimed ready at %s, %s after t_ready %s (slack %s)", f(at), f(at-*tr.Ready), f(*tr.Ready), f(p.Slack))
 	default:
-		return ReadyLate, fmt.Sprintf("ready %s after t_ready (slack %s)", f(at-*tr.Ready), f(p.Slack))
+		return ReadyLate, fmt.Sprintf("claimed ready at %s, %s after t_ready %s (slack %s)", f(at), f(at-*tr.Ready), f(*tr.Ready), f(p.Slack))
 	}
 }
 

@@ -134,7 +134,7 @@ table.matrix{border-collapse:collapse;font-size:10px}
 .legend{max-width:960px;width:100%;height:auto}
 figure{margin:6px 0 14px;max-width:960px}figure svg{width:100%;height:auto;display:block;border:1px solid #e4e4e4}
 figcaption{font-size:12px;color:#444;margin-top:2px}
-.sum{color:#444;margin:0 0 4px;max-width:960px}ul.miss li{margin:2px 0}code{font-size:12px}
+.sum{color:#444;margin:0 0 4px;max-width:960px}details.why{font-size:12px;margin:2px 0 0}details.why pre{white-space:pre-wrap;background:#f7f7f7;padding:4px 6px;margin:2px 0}ul.miss li{margin:2px 0}code{font-size:12px}
 `
 
 // errorHook records script errors on the root element, so a headless browser's --dump-dom
@@ -200,7 +200,11 @@ func writeHTML(w *bytes.Buffer, card harness.Scorecard, runs []run) {
 			var b strings.Builder
 			r.tl.svg(&b, Options{})
 			w.WriteString(b.String())
-			fmt.Fprintf(w, "<figcaption>%s</figcaption></figure>\n", html.EscapeString(caption(r.res)))
+			fmt.Fprintf(w, "<figcaption>%s</figcaption>", html.EscapeString(caption(r.res)))
+			var why strings.Builder
+			_ = harness.Explain(r.res).WriteText(&why, "runs/"+r.file)
+			fmt.Fprintf(w, "<details class=\"why\"><summary>why %s</summary><pre>%s</pre></details></figure>\n",
+				html.EscapeString(harness.ShortVerdict(r.res.Verdict)), html.EscapeString(why.String()))
 		}
 		w.WriteString("</section>\n")
 	}
