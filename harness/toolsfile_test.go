@@ -3,6 +3,7 @@ package harness
 import (
 	"bytes"
 	"encoding/xml"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -202,6 +203,26 @@ func TestSpeedClause(t *testing.T) {
 	for _, c := range cases {
 		if got := c.card.SpeedClause(); got != c.want {
 			t.Errorf("SpeedClause of %v = %q, want %q", c.card.Results, got, c.want)
+		}
+	}
+}
+
+// TestREADMEDocumentsToolsAndVerdicts holds the README's key table to toolKeys and its
+// verdict table to Definitions.
+func TestREADMEDocumentsToolsAndVerdicts(t *testing.T) {
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	for _, k := range toolKeys {
+		if !strings.Contains(readme, "| `"+k+"` |") {
+			t.Errorf("README's tools table lacks the key %s", k)
+		}
+	}
+	for _, d := range Definitions() {
+		if row := "| `" + d.Cell + "` | " + string(d.Verdict) + " | " + d.Meaning + " |"; !strings.Contains(readme, row) {
+			t.Errorf("README's verdict table lacks the row %s", row)
 		}
 	}
 }
