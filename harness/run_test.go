@@ -172,3 +172,24 @@ func TestCompleteUsesPredictionOnlyAfterTheEnd(t *testing.T) {
 		t.Fatalf("a prediction that the journal contradicts was used: %+v", got)
 	}
 }
+
+// TestPreflightRefusalIsNotAGiveUp: a shell tool exiting before the death is gave-up unless
+// its exit status is its stated preflight refusal.
+func TestPreflightRefusalIsNotAGiveUp(t *testing.T) {
+	needShell(t, Virtual)
+	for _, c := range []struct {
+		preflightExit int
+		want          Verdict
+	}{{0, GaveUp}, {4, FailedFast}, {3, GaveUp}} {
+		tool := Tool{Name: "refuser", Command: "exit 4", Interval: time.Second, PreflightExit: c.preflightExit}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		r := Runner{Launcher: InProcess{Dir: t.TempDir()}, Speed: Virtual}.Run(ctx, crashCase(), tool)
+		cancel()
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		if r.Verdict != c.want {
+			t.Errorf("preflight_exit %d: verdict %s (%s), want %s", c.preflightExit, r.Verdict, r.Reason, c.want)
+		}
+	}
+}
