@@ -9,8 +9,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/fault"
+	"github.com/incident-replay/incident-replay/sglang"
 	"github.com/incident-replay/incident-replay/truth"
 )
 
@@ -126,4 +129,18 @@ func countFaults(t truth.Truth, c Case) truth.Truth {
 		}
 	}
 	return t
+}
+
+// fatalLine is the offset of the journal's first log line of a fatal kind (a line a server
+// that goes on to serve never prints), nil when there is none.
+func fatalLine(recs []fakeserver.Record) *time.Duration {
+	for _, r := range recs {
+		if r.Type != fakeserver.RecLog {
+			continue
+		}
+		if k, ok := sglang.KindByName(r.Kind); ok && sglang.StageOf(k).Failure == sglang.Fatal {
+			return truth.At(r.At)
+		}
+	}
+	return nil
 }

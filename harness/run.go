@@ -158,7 +158,9 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 	res.Start = c.Timeline.Start
 	res.Truth, res.Predicted = complete(countFaults(fakeserver.GroundTruth(journal), c), c.Predicted, claim.At.Sub(res.Start))
 	res.Requests, res.HealthLatency = requestStats(journal)
-	res.Verdict, res.Reason = Classify(res.Truth, res.Start, claim, PolicyFor(t.Interval, max(c.HealthLatency(), res.HealthLatency), res.Speed, r.Launcher.Overhead()))
+	pol := PolicyFor(t.Interval, max(c.HealthLatency(), res.HealthLatency), res.Speed, r.Launcher.Overhead())
+	pol.FatalLine = fatalLine(journal)
+	res.Verdict, res.Reason = Classify(res.Truth, res.Start, claim, pol)
 	return res
 }
 

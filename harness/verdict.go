@@ -42,9 +42,9 @@ func Definitions() []Definition {
 		{ReadyLate, "", "claimed ready at or after t_ready, later than the slack"},
 		{FalseReady, "", "claimed ready before t_ready, after the server died, or on a server that never became ready"},
 		{MissedReady, "", "gave up (failure or timeout) on a server that became ready"},
-		{FailedFast, "", "reported the failure of a server that died, within the fast window after t_dead (interval + 10 s), or refused it in preflight"},
+		{FailedFast, "", "reported the failure of a server that died, after its first fatal log line and within the fast window after t_dead (interval + 10 s), or refused it in preflight"},
 		{FailedSlow, "", "reported failure later than the fast window after t_dead, or timed out on a server that never became ready and never died"},
-		{GaveUp, "", "exited without claiming ready before the server's fate was known: before t_dead, server not ready (not a preflight refusal)"},
+		{GaveUp, "", "exited without claiming ready before the server's fate was known: before t_dead and its first fatal log line, server not ready (not a preflight refusal)"},
 		{Hung, "", "did not return before the harness limit and was killed"},
 	}
 	for i := range defs {
@@ -94,6 +94,9 @@ type Policy struct {
 	Slack time.Duration
 	// FastWindow is how long after t_dead a failure still counts as fast.
 	FastWindow time.Duration
+	// FatalLine is the offset of the server's first fatal log line (nil: none): from it the
+	// server's fate is known, so a failure claimed after it, even before t_dead, detected it.
+	FatalLine *time.Duration
 }
 
 // DefaultGrace covers SGLang's own jitter on top of a tool's interval and health latency.
@@ -153,14 +156,23 @@ func classifyFailed(tr truth.Truth, at time.Duration, c Claim, p Policy) (Verdic
 		return FailedSlow, "gave up at " + f(at) + " on a server that never became ready"
 	case at < *tr.Dead && c.Preflight:
 		return FailedFast, fmt.Sprintf("refused the launch in preflight at %s; the server died at %s", f(at), f(*tr.Dead))
-	case at < *tr.Dead:
+	case at < *tr.Dead && (p.FatalLine == nil || at < *p.FatalLine):
 		// Right by accident: its retries or timeout ran out first.
-		return GaveUp, fmt.Sprintf("gave up at %s, %s before the server died at %s (it could not have known)", f(at), f(*tr.Dead-at), f(*tr.Dead))
+		return GaveUp, fmt.Sprintf("gave up at %s, %s before the server died at %s%s (it could not have known)", f(at), f(*tr.Dead-at), f(*tr.Dead), fatalClause(p))
+	case at < *tr.Dead:
+		return FailedFast, fmt.Sprintf("failed at %s, after the server's first fatal log line at %s; it died at %s", f(at), f(*p.FatalLine), f(*tr.Dead))
 	case at-*tr.Dead <= p.FastWindow:
 		return FailedFast, fmt.Sprintf("failed at %s, %s after the server died at %s (fast window %s)", f(at), f(at-*tr.Dead), f(*tr.Dead), f(p.FastWindow))
 	default:
 		return FailedSlow, fmt.Sprintf("failed at %s, %s after the server died at %s (fast window %s)", f(at), f(at-*tr.Dead), f(*tr.Dead), f(p.FastWindow))
 	}
+}
+
+func fatalClause(p Policy) string {
+	if p.FatalLine == nil {
+		return ""
+	}
+	return " and logged its first fatal line at " + FormatDuration(*p.FatalLine)
 }
 
 // FormatDuration prints a scenario duration as the scorecard and the report do: 1.2s, 95s,
