@@ -193,3 +193,30 @@ func TestPreflightRefusalIsNotAGiveUp(t *testing.T) {
 		}
 	}
 }
+
+// TestToolLeavingAChildReturnsUnderFaketime: a launcher leaves its server running; the
+// faketime wrapper waits for every descendant, so the tool's return is its bash's own exit.
+func TestToolLeavingAChildReturnsUnderFaketime(t *testing.T) {
+	ft := needShell(t, 60)
+	tl := fakeserver.HappyPath(epoch, sglang.ProfileFor(sglang.EraC), time.Hour, 0, 0)
+	tgt, err := InProcess{Dir: t.TempDir()}.Launch(context.Background(), Case{Name: "idle", Timeline: tl}, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Stop(context.Background())
+	for _, c := range []struct {
+		cmd  string
+		want Outcome
+		code int
+	}{{"sleep 100000 & exit 0", ClaimReady, 0}, {"(sleep 100000; echo x) & exit 3", ClaimFailed, 3}} {
+		start := time.Now()
+		tool := Tool{Name: "launcher", Command: c.cmd, Interval: time.Second}
+		claim, err := shellRun{tool: tool, clock: tgt.Clock(), target: tgt, limit: 10 * time.Minute, faketime: ft, env: toolEnv()}.run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if claim.Outcome != c.want || claim.ExitCode != c.code || time.Since(start) > 5*time.Second {
+			t.Errorf("%q: claim %+v after %s, want %s with exit %d at once", c.cmd, claim, time.Since(start), c.want, c.code)
+		}
+	}
+}

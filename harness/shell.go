@@ -265,11 +265,29 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 		defer r.rundir.trackShm(vs.page.Path())()
 		defer vs.close()
 	}
-	cmd, pr, err := r.start(argv, env)
+	// Under faketime the tool's bash reports its own exit: the faketime wrapper waits for
+	// every descendant, so a launch tool whose server runs on (`{{.Launch}} &`, as every
+	// launcher leaves it) would otherwise never return.
+	var report *os.File
+	var bashExit <-chan int
+	if vs == nil && r.faketime.Path != "" {
+		rr, w, err := os.Pipe()
+		if err != nil {
+			return Claim{}, err
+		}
+		defer rr.Close()
+		report = w
+		argv[len(argv)-1] = exitReport + argv[len(argv)-1]
+		bashExit = readExitReport(rr)
+	}
+	cmd, pr, err := r.start(argv, env, report)
+	if report != nil {
+		report.Close()
+	}
 	if err != nil {
 		return Claim{}, err
 	}
-	g := toolGroup{pgid: cmd.Process.Pid, recorded: func() {}}
+	g := toolGroup{pgid: cmd.Process.Pid, recorded: func() {}, bashExit: bashExit}
 	untrack := r.rundir.trackGroup(g.pgid)
 	if vs != nil {
 		detach, done := vs.attach(g.pgid, pr)
@@ -333,8 +351,25 @@ func (r shellRun) command(ctx context.Context, script string) (argv, env []strin
 	return argv, r.env, nil, nil
 }
 
-// start starts argv as the leader of a new process group whose combined output is pr.
-func (r shellRun) start(argv, env []string) (cmd *exec.Cmd, pr *os.File, err error) {
+// exitReport starts a tool's script: its bash writes its exit status to fd 9 (moved from
+// fd 3, the report pipe) as it exits; subshells and the processes it starts do not.
+const exitReport = `exec 9>&3 3>&-; trap 'printf "%d\n" "$?" >&9' EXIT; `
+
+// readExitReport delivers the status the tool's bash reported, if it reports one.
+func readExitReport(rr *os.File) <-chan int {
+	ch := make(chan int, 1)
+	go func() {
+		line, err := bufio.NewReader(rr).ReadString('\n')
+		if code, cerr := strconv.Atoi(strings.TrimSpace(line)); err == nil && cerr == nil {
+			ch <- code
+		}
+	}()
+	return ch
+}
+
+// start starts argv as the leader of a new process group whose combined output is pr; extra,
+// when not nil, is its fd 3.
+func (r shellRun) start(argv, env []string, extra *os.File) (cmd *exec.Cmd, pr *os.File, err error) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, nil, err
@@ -344,6 +379,9 @@ func (r shellRun) start(argv, env []string) (cmd *exec.Cmd, pr *os.File, err err
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if extra != nil {
+		cmd.ExtraFiles = []*os.File{extra}
+	}
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
@@ -359,6 +397,7 @@ type toolGroup struct {
 	exited   chan error       // the leader's Wait
 	recorded func()           // the harness has recorded when the tool ended
 	wallCap  <-chan time.Time // on virtual time: the wall-time bound; nil otherwise
+	bashExit <-chan int       // under faketime: the status the tool's bash reported; nil otherwise
 }
 
 func (g toolGroup) kill() { _ = syscall.Kill(-g.pgid, syscall.SIGKILL) }
@@ -388,6 +427,11 @@ func (r shellRun) await(ctx context.Context, cmd *exec.Cmd, g toolGroup, limit c
 			claim.At = r.clock.Now()
 			g.recorded()
 			claim.ExitCode = cmd.ProcessState.ExitCode()
+			return claim, false, nil
+		case code := <-g.bashExit: // the tool returned; what it left running is killed below
+			claim.At = r.clock.Now()
+			g.recorded()
+			claim.ExitCode = code
 			return claim, false, nil
 		case <-g.wallCap: // busy without ever waiting: virtual time cannot reach the limit
 			return stopHung(), true, nil
