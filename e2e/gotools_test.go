@@ -58,7 +58,7 @@ var goWaiterVerdicts = []struct {
 	{"s9-proxy-env", harness.ReadyOK, "a healthy server, probed directly"},
 }
 
-var _ = Describe("Go-binary and wget waiters on virtual time", Ordered, ContinueOnFailure, Label("inprocess"), func() {
+var _ = Describe("Go-binary and wget waiters on virtual time", Ordered, ContinueOnFailure, func() {
 	var tools map[string]harness.Tool
 
 	BeforeAll(func() {
@@ -76,13 +76,17 @@ var _ = Describe("Go-binary and wget waiters on virtual time", Ordered, Continue
 		tools = goWaiterTools(bin)
 	})
 
+	// The same verdicts in-process and with the server in a container (whose clock follows
+	// the run's).
 	var entries []TableEntry
-	for _, v := range goWaiterVerdicts {
-		for _, tool := range []string{"wait4x-like", "dockerize-like", "wget-wait-for"} {
-			entries = append(entries, Entry(fmt.Sprintf("%s x %s: %s", v.scenario, tool, v.why), v.scenario, tool, v.want))
+	for _, where := range []string{"inprocess", "container"} {
+		for _, v := range goWaiterVerdicts {
+			for _, tool := range []string{"wait4x-like", "dockerize-like", "wget-wait-for"} {
+				entries = append(entries, Entry(fmt.Sprintf("%s x %s %s: %s", v.scenario, tool, where, v.why), Label(where), where, v.scenario, tool, v.want))
+			}
 		}
 	}
-	DescribeTable("pins the verdict", func(ctx SpecContext, scenario, tool string, want harness.Verdict) {
+	DescribeTable("pins the verdict", func(ctx SpecContext, where, scenario, tool string, want harness.Verdict) {
 		s, err := scenarios.Resolve(scenario)
 		Expect(err).NotTo(HaveOccurred())
 		c, err := harness.NewCase(s, 1)
@@ -91,7 +95,11 @@ var _ = Describe("Go-binary and wget waiters on virtual time", Ordered, Continue
 		rctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		defer cancel()
 		start := time.Now()
-		r := harness.Runner{Launcher: harness.InProcess{Dir: GinkgoT().TempDir()}, Speed: harness.Virtual}.Run(rctx, c, t)
+		var launcher harness.Launcher = harness.InProcess{Dir: GinkgoT().TempDir()}
+		if where == "container" {
+			launcher = harness.Container{Image: imageTag(), Dir: GinkgoT().TempDir()}
+		}
+		r := harness.Runner{Launcher: launcher, Speed: harness.Virtual}.Run(rctx, c, t)
 		Expect(r.Err).NotTo(HaveOccurred())
 		GinkgoWriter.Printf("%s x %s: %s at %s (%s), mode %s, wall %s\n", scenario, tool, r.Verdict, harness.FormatDuration(r.ClaimAfter()),
 			r.Reason, r.Mode, time.Since(start).Round(time.Millisecond))

@@ -102,3 +102,40 @@ func TestRequestFaults(t *testing.T) {
 		}
 	}
 }
+
+func TestRedirectCarriesLocation(t *testing.T) {
+	clk := vtime.New(epoch, vtime.Options{})
+	t.Cleanup(clk.Close)
+	r := start(t, Config{Profile: sglang.ProfileFor(sglang.EraC), Clock: clk, Faults: []fault.Spec{
+		{Kind: fault.FailRequests, Route: "/health", Status: 302, Location: "/v1/models"},
+	}})
+	task := vtime.NewTask(clk)
+	defer task.End()
+	ctx := vtime.WithTask(context.Background(), task)
+	if err := task.Sleep(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, follow := range []bool{false, true} {
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: vtime.DialContext((&net.Dialer{}).DialContext)}}
+		if !follow {
+			client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		}
+		req, _ := http.NewRequestWithContext(ctx, "GET", r.BaseURL()+"/health", nil)
+		var (
+			resp *http.Response
+			err  error
+		)
+		vtime.RequestDuring(ctx, clk, req.URL.Host, func() { resp, err = client.Do(req) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		want, loc := 302, "/v1/models"
+		if follow {
+			want, loc = 200, ""
+		}
+		if resp.StatusCode != want || resp.Header.Get("Location") != loc {
+			t.Errorf("follow=%v: %d Location %q, want %d %q", follow, resp.StatusCode, resp.Header.Get("Location"), want, loc)
+		}
+	}
+}

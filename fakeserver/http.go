@@ -113,6 +113,9 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 				aw.outcome = "dropped"
 				aw.abortUnanswered()
 			}
+			if ans.Location != "" {
+				aw.Header().Set("Location", ans.Location)
+			}
 			openAIError(aw, ans.Status, ans.Message)
 			return
 		}

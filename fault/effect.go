@@ -20,6 +20,9 @@ type Fault interface {
 // Forecast is what prediction lends a fault.
 type Forecast struct {
 	Truth *truth.Truth
+	// HealthHeld is set by a fault that keeps /health from ever answering 200: the server
+	// never reports ready, whatever its warmup does.
+	HealthHeld bool
 	// TeardownOnChildCrash: this SGLang version ends the process when its scheduler dies.
 	TeardownOnChildCrash bool
 	// WarmupBroken is set by a fault that keeps warmup from ever finishing.
@@ -100,11 +103,29 @@ type Answer struct {
 	Status  int    // HTTP status of an error answer
 	Message string // the error body's message
 	Drop    bool   // close the connection without an answer instead
+	// Location is the Location header of a redirect answer, "" for none.
+	Location string
 }
 
 // Answerer is a fault that answers some requests itself, before any handler runs.
 type Answerer interface {
 	Answer(l *Live, at time.Duration, path string) (Answer, bool)
+}
+
+// HealthHolder is a fault that can keep /health from ever answering 200.
+type HealthHolder interface {
+	HoldsHealth(Spec) bool
+}
+
+// HoldsHealth reports whether s keeps /health from ever answering 200 for the whole run: such
+// a server never reports ready, whatever its warmup does.
+func HoldsHealth(s Spec) bool {
+	d, ok := Lookup(s.Kind)
+	if !ok {
+		return false
+	}
+	h, ok := d.Fault.(HealthHolder)
+	return ok && h.HoldsHealth(s)
 }
 
 // HealthDelayer is a fault that slows health checks to path.

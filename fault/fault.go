@@ -43,6 +43,8 @@ type Spec struct {
 	Chunks int `yaml:"chunks,omitempty" json:"chunks,omitempty"`
 	// Message overrides the text of the log line a fault prints (crash: the exception).
 	Message string `yaml:"message,omitempty" json:"message,omitempty"`
+	// Location is the redirect target a 3xx answer of fail_requests carries (a path).
+	Location string `yaml:"location,omitempty" json:"location,omitempty"`
 }
 
 // Field names as they appear in scenario files, used by Def.Fields and in error messages.
@@ -58,6 +60,7 @@ const (
 	FieldPeriod    = "period"
 	FieldChunks    = "chunks"
 	FieldMessage   = "message"
+	FieldLocation  = "location"
 )
 
 // set reports which optional fields s carries, by scenario-file name.
@@ -66,7 +69,7 @@ func (s Spec) set() map[string]bool {
 		FieldAt: s.At != 0, FieldAfterLine: s.AfterLine != "", FieldFor: s.For != 0,
 		FieldRoute: s.Route != "", FieldLatency: s.Latency != 0, FieldCount: s.Count != 0,
 		FieldStatus: s.Status != 0, FieldCode: s.Code != 0, FieldPeriod: s.Period != 0,
-		FieldChunks: s.Chunks != 0, FieldMessage: s.Message != "",
+		FieldChunks: s.Chunks != 0, FieldMessage: s.Message != "", FieldLocation: s.Location != "",
 	}
 }
 

@@ -8,6 +8,26 @@ import (
 	"github.com/goccy/go-yaml"
 )
 
+func TestHoldsHealth(t *testing.T) {
+	for _, c := range []struct {
+		spec Spec
+		want bool
+	}{
+		{Spec{Kind: FailRequests, Route: "/health", Status: 302}, true},
+		{Spec{Kind: FailRequests, Status: 503}, true},
+		{Spec{Kind: FailRequests, Route: "/health", Status: 302, Count: 100}, false},
+		{Spec{Kind: FailRequests, Route: "/health", Status: 503, For: time.Minute}, false},
+		{Spec{Kind: FailRequests, Route: "/health", Status: 503, AfterLine: "ready"}, false},
+		{Spec{Kind: FailRequests, Route: "/v1/models", Status: 429}, false},
+		{Spec{Kind: FailRequests, Route: "/health", Status: 200}, false},
+		{Spec{Kind: Wedge}, false},
+	} {
+		if got := HoldsHealth(c.spec); got != c.want {
+			t.Errorf("HoldsHealth(%+v) = %v, want %v", c.spec, got, c.want)
+		}
+	}
+}
+
 func TestValidate(t *testing.T) {
 	cases := []struct {
 		name string
@@ -27,6 +47,9 @@ func TestValidate(t *testing.T) {
 		{"bad code", Spec{Kind: Crash, Code: 300}, "not an exit status"},
 		{"negative count", Spec{Kind: FailRequests, Count: -1}, "count is -1"},
 		{"route without slash", Spec{Kind: FailRequests, Count: 1, Route: "health"}, "must be a path"},
+		{"redirect with location", Spec{Kind: FailRequests, Route: "/health", Status: 302, Location: "/v1/models"}, ""},
+		{"location without 3xx", Spec{Kind: FailRequests, Status: 500, Location: "/x"}, "3xx status only"},
+		{"location not a path", Spec{Kind: FailRequests, Status: 302, Location: "http://x/"}, "must be a path"},
 		{"reset stream", Spec{Kind: ResetStream, Chunks: 3, Count: 1, Route: "/v1/chat/completions"}, ""},
 		{"stale listener", Spec{Kind: StaleListener, Status: 200}, ""},
 		{"errno98 timing not accepted", Spec{Kind: Errno98, At: time.Second}, `field "at" does not apply`},

@@ -62,6 +62,24 @@ while time.perf_counter() - start < timeout:
 raise TimeoutError("Server failed to start within the timeout period.")
 PY`
 
+// popenLauncher launches the server itself, as SGLang's popen_launch_server does, in bash:
+// start the command in the background, then until 600 s have passed: a process that exited
+// fails the launch, GET /health_generate with the Bearer header (the key, or "None" without
+// one) and a 5 s timeout, 200 is ready, anything else waits 10 s. At the timeout it kills the
+// process and fails.
+const popenLauncher = `{{.Launch}} &
+server=$!
+deadline=$((SECONDS + 600))
+while (( SECONDS < deadline )); do
+  if ! kill -0 "$server" 2>/dev/null; then
+    wait "$server"; echo "Server process exited with code $?. Check server logs for errors."; exit 1
+  fi
+  code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 -H 'Authorization: Bearer {{if .APIKey}}{{.APIKey}}{{else}}None{{end}}' {{.URL}}/health_generate)
+  if [ "$code" = 200 ]; then echo READY; exit 0; fi
+  sleep 10
+done
+kill "$server"; echo "Server failed to start within the timeout period."; exit 1`
+
 // vllmWaiter re-types vLLM's RemoteOpenAIServer._wait_for_server:
 // GET with no timeout; a 200 ends it; only an exception sleeps 0.5 s, checks the process
 // (a non-zero exit) and the deadline, so a non-200 answer spins without either.
@@ -120,7 +138,7 @@ func KubernetesPods() map[string]Pod {
 // loops dominate: each founding loop starts ~360 processes under faketime). `--all-tools`
 // runs every built-in.
 var CoreTools = []string{"founding-loop-1", "founding-loop-2", "curl-strict", "sglang-popen",
-	"k8s-kserve", "compose-sglang", "tc-http", "tc-http-withwaitstrategy", "llmwait"}
+	"popen-launch", "k8s-kserve", "compose-sglang", "tc-http", "tc-http-withwaitstrategy", "llmwait"}
 
 // Builtins returns the built-in tools, llmwait (must-pass) last. Shell tools run
 // under faketime; the Kubernetes, compose and testcontainers rows are models evaluated on the
@@ -142,6 +160,8 @@ func Builtins() []Tool {
 			Interval: 2 * time.Second, Budget: 900 * time.Second},
 		{Name: "sglang-popen", Description: "popen_launch_server-style waiter (python3)", Command: popenWaiter,
 			Interval: 10 * time.Second, Budget: 620 * time.Second},
+		{Name: "popen-launch", Description: "launches {{.Launch}} like popen_launch_server (bash): process exit fails, /health_generate 200 is ready, 600 s",
+			Command: popenLauncher, Claim: ByBoth, ReadyLine: readyLine, Interval: 10 * time.Second, Budget: 620 * time.Second},
 		{Name: "vllm-helper", Description: "vLLM RemoteOpenAIServer-style waiter (python3)", Command: vllmWaiter,
 			Claim: ByBoth, ReadyLine: readyLine, Interval: time.Second},
 		{Name: "k8s-sglang", Description: "model: SGLang k8s manifest, liveness 30s+3x10s, no readiness probe",

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -16,6 +17,10 @@ func llmwaitTool() Tool {
 	return Tool{Name: "llmwait", Description: "llmwait library: preflight, process + log watch, probe ladder",
 		Wait: LLMWait, Interval: time.Second, Budget: 30 * time.Minute, MustPass: true}
 }
+
+// ErrPreflight is what a Go tool's error wraps when it refuses a launch in preflight (a
+// predicted failure): scored as detecting the failure, however early.
+var ErrPreflight = errors.New("preflight")
 
 // LLMWait runs llmwait's preflight on the case's launch and host, then ready.Wait against
 // the server with its log and process.
@@ -32,7 +37,7 @@ func LLMWait(ctx context.Context, env Env) error {
 					msgs = append(msgs, f.String())
 				}
 			}
-			return errors.New("preflight: " + strings.Join(msgs, "; "))
+			return fmt.Errorf("%w: %s", ErrPreflight, strings.Join(msgs, "; "))
 		}
 		if args, _, err := ready.ServerCommandArgs(env.Launch); err == nil {
 			key = args.APIKey

@@ -48,6 +48,7 @@ type StoredResult struct {
 	Index    int         `json:"index"`
 	Scenario string      `json:"scenario"`
 	Tool     string      `json:"tool"`
+	Kind     string      `json:"kind,omitempty"` // shell or go
 	Speed    float64     `json:"speed"`
 	Unscaled bool        `json:"unscaled,omitempty"`
 	Mode     Mode        `json:"mode,omitempty"` // how the tool saw time
@@ -83,7 +84,7 @@ func NewResults(shard Shard, seed int64, card Scorecard, pairs []Pair, cases []C
 		f.Tools = append(f.Tools, ToolInfo{Name: t.Name, Kind: t.Kind(), Description: t.Description, Command: t.Command, Unscaled: t.Unscaled, MustPass: t.MustPass})
 	}
 	for i, r := range card.Results {
-		s := StoredResult{Index: pairs[i].Index, Scenario: r.Scenario, Tool: r.Tool, Speed: r.Speed, Unscaled: r.Unscaled, Mode: r.Mode,
+		s := StoredResult{Index: pairs[i].Index, Scenario: r.Scenario, Tool: r.Tool, Kind: r.Kind, Speed: r.Speed, Unscaled: r.Unscaled, Mode: r.Mode,
 			Verdict: r.Verdict, Expect: r.Expect, MustPass: r.MustPass, Reason: r.Reason, Claim: r.Claim, Start: r.Start, Truth: r.Truth,
 			Predicted: r.Predicted, Requests: r.Requests, HealthLatency: r.HealthLatency,
 			Limit: r.Limit, Wall: r.Wall, Output: r.Output, Journal: r.Journal}
@@ -197,7 +198,7 @@ func shardCount(f Results) (int, error) {
 }
 
 func (s StoredResult) result() Result {
-	r := Result{Scenario: s.Scenario, Tool: s.Tool, Speed: s.Speed, Unscaled: s.Unscaled, Mode: s.Mode, Verdict: s.Verdict, Expect: s.Expect,
+	r := Result{Scenario: s.Scenario, Tool: s.Tool, Kind: s.Kind, Speed: s.Speed, Unscaled: s.Unscaled, Mode: s.Mode, Verdict: s.Verdict, Expect: s.Expect,
 		MustPass: s.MustPass, Reason: s.Reason, Claim: s.Claim, Start: s.Start, Truth: s.Truth,
 		Predicted: s.Predicted, Requests: s.Requests, HealthLatency: s.HealthLatency, Limit: s.Limit, Wall: s.Wall, Output: s.Output, Journal: s.Journal}
 	if s.Err != "" {

@@ -21,6 +21,7 @@ import (
 type Result struct {
 	Scenario string
 	Tool     string
+	Kind     string  // the tool's kind: shell or go
 	Speed    float64 // the S the pair ran at (1 for unscaled tools)
 	Unscaled bool    // ran at S=1: an unscaled tool, or a Go or static binary that could not be traced
 	Mode     Mode    // how the tool saw time
@@ -100,7 +101,7 @@ type Runner struct {
 // Run launches c's server, runs t against it until t returns or the harness limit, stops the
 // server and scores the claim against the journal.
 func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
-	res = Result{Scenario: c.Name, Tool: t.Name, Unscaled: t.Unscaled, MustPass: t.MustPass, Limit: Limit(c, t)}
+	res = Result{Scenario: c.Name, Tool: t.Name, Kind: t.Kind(), Unscaled: t.Unscaled, MustPass: t.MustPass, Limit: Limit(c, t)}
 	res.Speed, res.Mode, res.Exec = pickMode(t, r.Speed, r.Launcher)
 	res.Unscaled = res.Unscaled || (res.Mode == ModeReal && r.Speed != 1)
 	if r.Expect != nil {
@@ -182,9 +183,11 @@ func (res *Result) Score(c Case, t Tool, claim Claim, journal []fakeserver.Recor
 	res.Claim = claim
 	res.Journal = journal
 	res.Start = c.Timeline.Start
-	res.Truth, res.Predicted = complete(fakeserver.GroundTruth(journal), c.Predicted, claim.At.Sub(res.Start))
+	res.Truth, res.Predicted = complete(countFaults(fakeserver.GroundTruth(journal), c), c.Predicted, claim.At.Sub(res.Start))
 	res.Requests, res.HealthLatency = requestStats(journal)
-	res.Verdict, res.Reason = Classify(res.Truth, res.Start, claim, PolicyFor(t.Interval, max(c.HealthLatency(), res.HealthLatency), res.Speed, overhead))
+	pol := PolicyFor(t.Interval, max(c.HealthLatency(), res.HealthLatency), res.Speed, overhead)
+	pol.FatalLine = fatalLine(journal)
+	res.Verdict, res.Reason = Classify(res.Truth, res.Start, claim, pol)
 }
 
 // catcher is a Target whose server can run, on demand, what its timeline scheduled up to an
@@ -233,7 +236,7 @@ func runTool(ctx context.Context, c Case, t Tool, mode Mode, clock replay.Clock,
 	}
 	defer started()
 	if t.Wait == nil {
-		return shellRun{tool: t, clock: clock, target: tgt, limit: limit, faketime: ft, env: toolEnv(), output: out, started: started, rundir: rd, mode: mode}.run(ctx)
+		return shellRun{tool: t, facts: c, clock: clock, target: tgt, limit: limit, faketime: ft, env: toolEnv(scenarioEnv(c)...), output: out, started: started, rundir: rd, mode: mode}.run(ctx)
 	}
 	host, port, err := splitURL(tgt.BaseURL())
 	if err != nil {
@@ -270,7 +273,7 @@ func runTool(ctx context.Context, c Case, t Tool, mode Mode, clock replay.Clock,
 		return Claim{Outcome: NoClaim, At: at}, nil
 	case werr != nil:
 		fmt.Fprintln(out, werr)
-		return Claim{Outcome: ClaimFailed, At: at, Detail: werr.Error()}, nil
+		return Claim{Outcome: ClaimFailed, At: at, Detail: werr.Error(), Preflight: errors.Is(werr, ErrPreflight)}, nil
 	}
 	return Claim{Outcome: ClaimReady, At: at, Detail: "ready"}, nil
 }

@@ -77,6 +77,8 @@ func TestRunInProcess(t *testing.T) {
 		// this pair does not end yet (the clock stops moving once the server is gone).
 		{"tc-log", crashCase(), 60, FailedSlow},
 		{"tc-http", crashCase(), Virtual, FailedFast},
+		{"popen-launch", happyCase(), Virtual, ReadyOK},
+		{"popen-launch", crashCase(), Virtual, FailedFast}, // its {{.Launch}} exits with the server
 		{"llmwait", happyCase(), Virtual, ReadyOK},
 		{"llmwait", crashCase(), Virtual, FailedFast},
 	}
@@ -168,5 +170,53 @@ func TestCompleteUsesPredictionOnlyAfterTheEnd(t *testing.T) {
 	got, _ = complete(truth.Truth{}, pred, 40*time.Second)
 	if got.Ready != nil {
 		t.Fatalf("a prediction that the journal contradicts was used: %+v", got)
+	}
+}
+
+// TestPreflightRefusalIsNotAGiveUp: a shell tool exiting before the death is gave-up unless
+// its exit status is its stated preflight refusal.
+func TestPreflightRefusalIsNotAGiveUp(t *testing.T) {
+	needShell(t, Virtual)
+	for _, c := range []struct {
+		preflightExit int
+		want          Verdict
+	}{{0, GaveUp}, {4, FailedFast}, {3, GaveUp}} {
+		tool := Tool{Name: "refuser", Command: "exit 4", Interval: time.Second, PreflightExit: c.preflightExit}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		r := Runner{Launcher: InProcess{Dir: t.TempDir()}, Speed: Virtual}.Run(ctx, crashCase(), tool)
+		cancel()
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		if r.Verdict != c.want {
+			t.Errorf("preflight_exit %d: verdict %s (%s), want %s", c.preflightExit, r.Verdict, r.Reason, c.want)
+		}
+	}
+}
+
+// TestToolLeavingAChildReturnsUnderFaketime: a launcher leaves its server running; the
+// faketime wrapper waits for every descendant, so the tool's return is its bash's own exit.
+func TestToolLeavingAChildReturnsUnderFaketime(t *testing.T) {
+	ft := needShell(t, 60)
+	tl := fakeserver.HappyPath(epoch, sglang.ProfileFor(sglang.EraC), time.Hour, 0, 0)
+	tgt, err := InProcess{Dir: t.TempDir()}.Launch(context.Background(), Case{Name: "idle", Timeline: tl}, 60)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Stop(context.Background())
+	for _, c := range []struct {
+		cmd  string
+		want Outcome
+		code int
+	}{{"sleep 100000 & exit 0", ClaimReady, 0}, {"(sleep 100000; echo x) & exit 3", ClaimFailed, 3}} {
+		start := time.Now()
+		tool := Tool{Name: "launcher", Command: c.cmd, Interval: time.Second}
+		claim, err := shellRun{tool: tool, clock: tgt.Clock(), target: tgt, limit: 10 * time.Minute, faketime: ft, env: toolEnv()}.run(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if claim.Outcome != c.want || claim.ExitCode != c.code || time.Since(start) > 5*time.Second {
+			t.Errorf("%q: claim %+v after %s, want %s with exit %d at once", c.cmd, claim, time.Since(start), c.want, c.code)
+		}
 	}
 }

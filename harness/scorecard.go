@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -79,6 +80,51 @@ func (s Scorecard) WallClause() string {
 	return fmt.Sprintf(", wall %.1fs", s.Wall.Seconds())
 }
 
+// SpeedClause says what time the runs used: "virtual time (--speed 0)", "speed 60x", "speed
+// 60x (3 pair(s) at 1x)", or "speed 1x (real time)" when every pair ran at S=1.
+func (s Scorecard) SpeedClause() string {
+	speeds := map[float64]int{}
+	for _, r := range s.Results {
+		speeds[r.Speed]++
+	}
+	name := func(v float64) string {
+		switch v {
+		case Virtual:
+			return "virtual time (--speed 0)"
+		case 1:
+			return "speed 1x (real time)"
+		}
+		return fmt.Sprintf("speed %gx", v)
+	}
+	if len(speeds) == 0 {
+		return name(s.Speed)
+	}
+	if len(speeds) == 1 {
+		for v := range speeds {
+			return name(v)
+		}
+	}
+	main := s.Speed
+	if speeds[main] == 0 { // a merged card: the most common speed
+		for v, n := range speeds {
+			if n > speeds[main] || (n == speeds[main] && v < main) {
+				main = v
+			}
+		}
+	}
+	var other []string
+	for _, v := range slices.Sorted(maps.Keys(speeds)) {
+		if v != main {
+			at := fmt.Sprintf("%gx", v)
+			if v == Virtual {
+				at = "virtual time"
+			}
+			other = append(other, fmt.Sprintf("%d pair(s) at %s", speeds[v], at))
+		}
+	}
+	return name(main) + " (" + strings.Join(other, ", ") + ")"
+}
+
 // MustPassFailures lists the runs of must-pass tools that missed their expectation.
 func (s Scorecard) MustPassFailures() []Result {
 	var out []Result
@@ -103,7 +149,7 @@ func (s Scorecard) Mismatches() []Result {
 
 var shortVerdicts = map[Verdict]string{
 	ReadyOK: "ok", ReadyLate: "late", FalseReady: "FALSE", MissedReady: "MISSED",
-	FailedFast: "fail-fast", FailedSlow: "fail-slow", Hung: "HUNG",
+	FailedFast: "fail-fast", FailedSlow: "fail-slow", GaveUp: "gave-up", Hung: "HUNG",
 }
 
 // ShortVerdict is a verdict as a scorecard cell shows it: ok, late, FALSE, MISSED, ...
@@ -156,8 +202,8 @@ func (s Scorecard) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n%d runs, %s, speed %gx%s. Cells: verdict and claim time (scenario time); ! missed expectation; ~ ran in real time (S=1).\n",
-		len(s.Results), s.Where, s.Speed, s.WallClause())
+	fmt.Fprintf(w, "\n%d runs, %s, %s%s. Cells: verdict and claim time (scenario time); ! missed expectation; ~ ran in real time (S=1).\n",
+		len(s.Results), s.Where, s.SpeedClause(), s.WallClause())
 	if mm := s.Mismatches(); len(mm) > 0 {
 		fmt.Fprintf(w, "\nExpected vs got (%d):\n", len(mm))
 		for _, r := range mm {
@@ -195,8 +241,8 @@ func mismatchText(r Result) string {
 func (s Scorecard) WriteMarkdown(w io.Writer) error {
 	scen, tools := s.Axes()
 	var b strings.Builder
-	fmt.Fprintf(&b, "# incident-replay scorecard\n\n%d runs (%d scenarios x %d tools), %s, speed %gx%s.\n\n",
-		len(s.Results), len(scen), len(tools), s.Where, s.Speed, s.WallClause())
+	fmt.Fprintf(&b, "# incident-replay scorecard\n\n%d runs (%d scenarios x %d tools), %s, %s%s.\n\n",
+		len(s.Results), len(scen), len(tools), s.Where, s.SpeedClause(), s.WallClause())
 	b.WriteString("Cells: verdict and claim time (scenario time). **!** missed expectation; ~ ran in real time (S=1).\n\n")
 	b.WriteString("| scenario | expect | " + strings.Join(tools, " | ") + " |\n|---|---|" + strings.Repeat("---|", len(tools)) + "\n")
 	for _, sc := range scen {

@@ -146,6 +146,7 @@ const shmDir = "/dev/shm"
 // shellRun is one shell tool invocation.
 type shellRun struct {
 	tool     Tool
+	facts    Case // the scenario: its name, API key and launch line for the template
 	clock    replay.Clock
 	target   Target
 	limit    time.Duration // scenario time
@@ -162,7 +163,8 @@ type shellRun struct {
 var proxyVars = []string{"http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"}
 
 // toolEnv is the environment shell tools run with: the harness's own minus proxy variables,
-// with the real Python interpreter first on PATH (pyenv shims cost ~1 s of fake time each).
+// with the real Python interpreter first on PATH (pyenv shims cost ~1 s of fake time each),
+// then extra (the scenario's own variables, proxies included).
 func toolEnv(extra ...string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -214,17 +216,40 @@ func (r shellRun) run(ctx context.Context) (Claim, error) {
 	// No server runs as a process of this host (in-process, or inside a container): a tool
 	// that watches {{.PID}} gets a stand-in process that lives exactly as long as the server.
 	var pid int
+	var launch string
 	if r.tool.usesPID() {
-		stop, spid, err := standIn(r.target, r.rundir)
+		var codeFile string
+		onExit := func() {}
+		if r.tool.usesLaunch() {
+			dir, err := os.MkdirTemp(r.rundir.Path(), "launch-")
+			if err != nil {
+				return Claim{}, fmt.Errorf("tool %s: {{.Launch}}: %w", r.tool.Name, err)
+			}
+			defer os.RemoveAll(dir)
+			codeFile = filepath.Join(dir, "exit-code")
+			onExit = func() {
+				if code, ok := r.target.Exited(); ok {
+					_ = writeExitCode(codeFile, code)
+				}
+			}
+		}
+		stop, spid, err := standIn(r.target, r.rundir, onExit)
 		if err != nil {
 			return Claim{}, err
 		}
 		defer stop()
 		pid = spid
+		if codeFile != "" {
+			prog, err := launchStandIn(filepath.Dir(codeFile), pid, r.target.LogFile(), codeFile)
+			if err != nil {
+				return Claim{}, err
+			}
+			launch = launchLine(prog, r.facts, port)
+		}
 	}
 	script, err := r.tool.render(TemplateData{
 		URL: r.target.BaseURL(), Host: host, Port: port, LogFile: r.target.LogFile(), PID: pid,
-		Timeout: int(r.limit / time.Second),
+		Timeout: int(r.limit / time.Second), Scenario: r.facts.Name, APIKey: apiKey(r.facts), Launch: launch,
 	})
 	if err != nil {
 		return Claim{}, err
@@ -245,11 +270,29 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 		defer r.rundir.trackShm(vs.page.Path())()
 		defer vs.close()
 	}
-	cmd, pr, err := r.start(argv, env)
+	// Under faketime the tool's bash reports its own exit: the faketime wrapper waits for
+	// every descendant, so a launch tool whose server runs on (`{{.Launch}} &`, as every
+	// launcher leaves it) would otherwise never return.
+	var report *os.File
+	var bashExit <-chan int
+	if vs == nil && r.faketime.Path != "" {
+		rr, w, err := os.Pipe()
+		if err != nil {
+			return Claim{}, err
+		}
+		defer rr.Close()
+		report = w
+		argv[len(argv)-1] = exitReport + argv[len(argv)-1]
+		bashExit = readExitReport(rr)
+	}
+	cmd, pr, err := r.start(argv, env, report)
+	if report != nil {
+		report.Close()
+	}
 	if err != nil {
 		return Claim{}, err
 	}
-	g := toolGroup{pgid: cmd.Process.Pid, recorded: func() {}, requests: r.requests(ctx)}
+	g := toolGroup{pgid: cmd.Process.Pid, recorded: func() {}, requests: r.requests(ctx), bashExit: bashExit}
 	untrack := r.rundir.trackGroup(g.pgid)
 	if vs != nil {
 		detach, done, untraced := vs.attach(g.pgid, pr)
@@ -290,7 +333,9 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	if hung {
 		return claim, nil
 	}
-	return r.tool.Claim.judge(claim, lineAt), nil
+	claim = r.tool.Claim.judge(claim, lineAt)
+	claim.Preflight = claim.Outcome == ClaimFailed && r.tool.PreflightExit != 0 && claim.ExitCode == r.tool.PreflightExit
+	return claim, nil
 }
 
 // command is the argv and environment the script runs with, and the virtual shell that puts
@@ -317,8 +362,25 @@ func (r shellRun) command(ctx context.Context, script string) (argv, env []strin
 	return argv, r.env, nil, nil
 }
 
-// start starts argv as the leader of a new process group whose combined output is pr.
-func (r shellRun) start(argv, env []string) (cmd *exec.Cmd, pr *os.File, err error) {
+// exitReport starts a tool's script: its bash writes its exit status to fd 9 (moved from
+// fd 3, the report pipe) as it exits; subshells and the processes it starts do not.
+const exitReport = `exec 9>&3 3>&-; trap 'printf "%d\n" "$?" >&9' EXIT; `
+
+// readExitReport delivers the status the tool's bash reported, if it reports one.
+func readExitReport(rr *os.File) <-chan int {
+	ch := make(chan int, 1)
+	go func() {
+		line, err := bufio.NewReader(rr).ReadString('\n')
+		if code, cerr := strconv.Atoi(strings.TrimSpace(line)); err == nil && cerr == nil {
+			ch <- code
+		}
+	}()
+	return ch
+}
+
+// start starts argv as the leader of a new process group whose combined output is pr; extra,
+// when not nil, is its fd 3.
+func (r shellRun) start(argv, env []string, extra *os.File) (cmd *exec.Cmd, pr *os.File, err error) {
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return nil, nil, err
@@ -328,6 +390,9 @@ func (r shellRun) start(argv, env []string) (cmd *exec.Cmd, pr *os.File, err err
 	cmd.Stdin = nil
 	cmd.Stdout, cmd.Stderr = pw, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if extra != nil {
+		cmd.ExtraFiles = []*os.File{extra}
+	}
 	if err := cmd.Start(); err != nil {
 		pr.Close()
 		pw.Close()
@@ -346,6 +411,7 @@ type toolGroup struct {
 	wallCap  <-chan time.Time // on virtual time: the wall-time bound; nil otherwise
 	requests func() int       // requests the server has had from clients so far; -1 unknown
 	untraced <-chan struct{}  // on the library: a Go or static binary runs in the group; nil otherwise
+	bashExit <-chan int       // under faketime: the status the tool's bash reported; nil otherwise
 }
 
 func (g toolGroup) kill() { _ = syscall.Kill(-g.pgid, syscall.SIGKILL) }
@@ -381,6 +447,11 @@ func (r shellRun) await(ctx context.Context, g toolGroup, limit clockwork.Timer)
 			claim.At = r.clock.Now()
 			g.recorded()
 			claim.ExitCode = g.exitCode()
+			return claim, false, nil
+		case code := <-g.bashExit: // the tool returned; what it left running is killed below
+			claim.At = r.clock.Now()
+			g.recorded()
+			claim.ExitCode = code
 			return claim, false, nil
 		case <-g.wallCap: // busy without ever waiting: virtual time cannot reach the limit
 			return stopHung(), true, nil
@@ -559,8 +630,9 @@ func (g groupScan) progressed(prev groupScan) bool {
 }
 
 // standIn starts a process that lives exactly as long as the target's server, so a tool that
-// watches {{.PID}} sees the in-process server die. It is killed and reaped by stop.
-func standIn(t Target, rd *RunDir) (stop func(), pid int, err error) {
+// watches {{.PID}} sees the in-process server die; onExit runs when the server has exited,
+// before the stand-in ends. It is killed and reaped by stop.
+func standIn(t Target, rd *RunDir, onExit func()) (stop func(), pid int, err error) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		return nil, 0, fmt.Errorf("sleep not found on PATH: needed for the {{.PID}} stand-in")
@@ -576,6 +648,7 @@ func standIn(t Target, rd *RunDir) (stop func(), pid int, err error) {
 	go func() {
 		select {
 		case <-t.Done():
+			onExit()
 		case <-done:
 		}
 		_ = cmd.Process.Kill()

@@ -47,8 +47,8 @@ func TestTCHTTPRows(t *testing.T) {
 		min, max time.Duration                   // when the claim falls, after from
 	}{
 		// Wedged at 86 s, never ready, never exits: only the strategy's own limit ends the wait,
-		// which under WithWaitStrategy is 60 s, before the wedge.
-		{builtin(t, "tc-http-withwaitstrategy"), "s7b-stall-load", FailedFast, nil, 60 * time.Second, 60*time.Second + 10*time.Millisecond},
+		// which under WithWaitStrategy is 60 s, before the wedge: it gave up.
+		{builtin(t, "tc-http-withwaitstrategy"), "s7b-stall-load", GaveUp, nil, 60 * time.Second, 60*time.Second + 10*time.Millisecond},
 		{waitingFor, "s7b-stall-load", FailedSlow, nil, 100 * time.Second, 100*time.Second + 10*time.Millisecond},
 		// A healthy era C /health answers 1 s plus 2-15 ms after the request: past the client's
 		// 1 s timeout, every time.

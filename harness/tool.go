@@ -39,14 +39,15 @@ func (r ClaimRule) String() string {
 	return "claim(" + strconv.Itoa(int(r)) + ")"
 }
 
-// ParseClaimRule reads "exit", "line" or "both".
+// ParseClaimRule reads "exit", "line" or "both" (tools.yaml and --tool also take
+// line:REGEX and both:REGEX, the rule with its ready line).
 func ParseClaimRule(s string) (ClaimRule, error) {
 	for i, n := range claimRuleNames {
 		if n == s {
 			return ClaimRule(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown claim rule %q: use exit, line or both", s)
+	return 0, fmt.Errorf("unknown claim rule %q: use exit, line:REGEX or both:REGEX", s)
 }
 
 // Env is what a Go wait function is given: the server's coordinates and the run's clock.
@@ -84,8 +85,9 @@ type Tool struct {
 	Name        string
 	Description string
 
-	// Command is a bash command template. Fields: {{.URL}} {{.Host}} {{.Port}} {{.LogFile}}
-	// {{.PID}} {{.Timeout}} (seconds). Set Command or Wait, not both.
+	// Command is a bash command template over TemplateData: {{.URL}} {{.Host}} {{.Port}}
+	// {{.LogFile}} {{.PID}} {{.Timeout}} (seconds) {{.Scenario}} {{.APIKey}} {{.Launch}}.
+	// Set Command or Wait, not both.
 	Command   string
 	Claim     ClaimRule
 	ReadyLine *regexp.Regexp // ByLine/ByBoth: the line that claims ready
@@ -102,6 +104,9 @@ type Tool struct {
 	Unscaled bool
 	// MustPass makes `score` fail when this tool misses a scenario's expected verdict.
 	MustPass bool
+	// PreflightExit, when not 0, is the exit status with which a shell tool refuses a launch
+	// it predicts will fail: scored as detecting the failure (failed-fast), not giving up.
+	PreflightExit int
 }
 
 // Validate reports what makes the tool unusable.
@@ -140,7 +145,18 @@ type TemplateData struct {
 	LogFile string
 	PID     int
 	Timeout int // seconds: the time the harness allows the tool
+	// Scenario is the scenario's name.
+	Scenario string
+	// APIKey is the scenario's --api-key, "" when it launches without one.
+	APIKey string
+	// Launch is the scenario's server as a command line a launch tool starts in its place:
+	// its output is the server's log and it exits with the server's exit code (see
+	// launchCommand).
+	Launch string
 }
+
+// templateFields lists TemplateData's fields, for errors.
+const templateFields = ".URL .Host .Port .LogFile .PID .Timeout .Scenario .APIKey .Launch"
 
 func (t Tool) render(d TemplateData) (string, error) {
 	tpl, err := template.New(t.Name).Option("missingkey=error").Parse(t.Command)
@@ -149,14 +165,19 @@ func (t Tool) render(d TemplateData) (string, error) {
 	}
 	var b bytes.Buffer
 	if err := tpl.Execute(&b, d); err != nil {
-		return "", fmt.Errorf("tool %s: command template (fields: .URL .Host .Port .LogFile .PID .Timeout): %w", t.Name, err)
+		return "", fmt.Errorf("tool %s: command template (fields: %s): %w", t.Name, templateFields, err)
 	}
 	return b.String(), nil
 }
 
-// usesPID reports whether the command refers to the server's PID, which costs a stand-in
-// process when the server runs in-process.
-func (t Tool) usesPID() bool { return strings.Contains(t.Command, ".PID") }
+// usesLaunch reports whether the command starts the server itself ({{.Launch}}).
+func (t Tool) usesLaunch() bool { return strings.Contains(t.Command, ".Launch") }
+
+// usesPID reports whether the command refers to the server's PID or runs it, which costs a
+// stand-in process when the server runs in-process.
+func (t Tool) usesPID() bool {
+	return strings.Contains(t.Command, ".PID") || strings.Contains(t.Command, ".Launch")
+}
 
 // splitURL returns host and port of a base URL.
 func splitURL(base string) (string, int, error) {

@@ -23,8 +23,35 @@ const (
 	MissedReady = scenarios.MissedReady
 	FailedFast  = scenarios.FailedFast
 	FailedSlow  = scenarios.FailedSlow
+	GaveUp      = scenarios.GaveUp
 	Hung        = scenarios.Hung
 )
+
+// Definition is one verdict class as the scorecard legend, the README and `score --help`
+// state it.
+type Definition struct {
+	Verdict Verdict
+	Cell    string // the scorecard's short form
+	Meaning string
+}
+
+// Definitions lists every verdict class with the rule Classify applies, best to worst.
+func Definitions() []Definition {
+	defs := []Definition{
+		{ReadyOK, "", "claimed ready at or after t_ready, within the slack (the tool's interval + the health latency + 10 s)"},
+		{ReadyLate, "", "claimed ready at or after t_ready, later than the slack"},
+		{FalseReady, "", "claimed ready before t_ready, after the server died, or on a server that never became ready"},
+		{MissedReady, "", "gave up (failure or timeout) on a server that became ready"},
+		{FailedFast, "", "reported the failure of a server that died, after its first fatal log line and within the fast window after t_dead (interval + 10 s), or refused it in preflight"},
+		{FailedSlow, "", "reported failure later than the fast window after t_dead, or timed out on a server that never became ready and never died"},
+		{GaveUp, "", "exited without claiming ready before the server's fate was known: before t_dead and its first fatal log line, server not ready (not a preflight refusal)"},
+		{Hung, "", "did not return before the harness limit and was killed"},
+	}
+	for i := range defs {
+		defs[i].Cell = ShortVerdict(defs[i].Verdict)
+	}
+	return defs
+}
 
 // Outcome is how a tool run ended.
 type Outcome uint8
@@ -55,6 +82,9 @@ type Claim struct {
 	At       time.Time
 	ExitCode int    // shell tools: exit status (-1 when killed)
 	Detail   string // the tool's last words: a printed line or an error
+	// Preflight marks a failure claimed by refusing the launch in preflight (llmwait's exit
+	// 4, ErrPreflight): a prediction of the death, so it may come before t_dead.
+	Preflight bool
 }
 
 // Policy sets the tolerances a verdict is judged with. Both are scenario durations.
@@ -64,6 +94,9 @@ type Policy struct {
 	Slack time.Duration
 	// FastWindow is how long after t_dead a failure still counts as fast.
 	FastWindow time.Duration
+	// FatalLine is the offset of the server's first fatal log line (nil: none): from it the
+	// server's fate is known, so a failure claimed after it, even before t_dead, detected it.
+	FatalLine *time.Duration
 }
 
 // DefaultGrace covers SGLang's own jitter on top of a tool's interval and health latency.
@@ -81,16 +114,17 @@ func PolicyFor(interval, healthLatency time.Duration, speed float64, overhead ti
 }
 
 // Classify judges a claim against the truth; start is the scenario epoch the truth's offsets
-// count from. The reason says which rule decided.
+// count from. The reason is the rule that decided, as a sentence with this claim's times
+// (Definitions states each rule in general).
 func Classify(tr truth.Truth, start time.Time, c Claim, p Policy) (Verdict, string) {
 	if c.Outcome == NoClaim {
-		return Hung, "killed at the harness limit"
+		return Hung, "did not return before the harness limit (" + FormatDuration(c.At.Sub(start)) + ") and was killed"
 	}
 	at := c.At.Sub(start)
 	if c.Outcome == ClaimReady {
 		return classifyReady(tr, at, p)
 	}
-	return classifyFailed(tr, at, p)
+	return classifyFailed(tr, at, c, p)
 }
 
 func classifyReady(tr truth.Truth, at time.Duration, p Policy) (Verdict, string) {
@@ -103,13 +137,13 @@ func classifyReady(tr truth.Truth, at time.Duration, p Policy) (Verdict, string)
 	case tr.Dead != nil && at >= *tr.Dead:
 		return FalseReady, "claimed ready at " + f(at) + " after the server died at " + f(*tr.Dead)
 	case at-*tr.Ready <= p.Slack:
-		return ReadyOK, fmt.Sprintf("ready %s after t_ready (slack %s)", f(at-*tr.Ready), f(p.Slack))
+		return ReadyOK, fmt.Sprintf("claimed ready at %s, %s after t_ready %s (slack %s)", f(at), f(at-*tr.Ready), f(*tr.Ready), f(p.Slack))
 	default:
-		return ReadyLate, fmt.Sprintf("ready %s after t_ready (slack %s)", f(at-*tr.Ready), f(p.Slack))
+		return ReadyLate, fmt.Sprintf("claimed ready at %s, %s after t_ready %s (slack %s)", f(at), f(at-*tr.Ready), f(*tr.Ready), f(p.Slack))
 	}
 }
 
-func classifyFailed(tr truth.Truth, at time.Duration, p Policy) (Verdict, string) {
+func classifyFailed(tr truth.Truth, at time.Duration, c Claim, p Policy) (Verdict, string) {
 	f := FormatDuration
 	switch {
 	case tr.EverReady():
@@ -120,12 +154,25 @@ func classifyFailed(tr truth.Truth, at time.Duration, p Policy) (Verdict, string
 	case tr.Dead == nil:
 		// Never ready, never dead (stuck in warmup): the only way out is the tool's own timeout.
 		return FailedSlow, "gave up at " + f(at) + " on a server that never became ready"
+	case at < *tr.Dead && c.Preflight:
+		return FailedFast, fmt.Sprintf("refused the launch in preflight at %s; the server died at %s", f(at), f(*tr.Dead))
+	case at < *tr.Dead && (p.FatalLine == nil || at < *p.FatalLine):
+		// Right by accident: its retries or timeout ran out first.
+		return GaveUp, fmt.Sprintf("gave up at %s, %s before the server died at %s%s (it could not have known)", f(at), f(*tr.Dead-at), f(*tr.Dead), fatalClause(p))
+	case at < *tr.Dead:
+		return FailedFast, fmt.Sprintf("failed at %s, after the server's first fatal log line at %s; it died at %s", f(at), f(*p.FatalLine), f(*tr.Dead))
 	case at-*tr.Dead <= p.FastWindow:
-		// Includes failing before t_dead: a preflight that predicted the death.
-		return FailedFast, fmt.Sprintf("failed at %s, server died at %s", f(at), f(*tr.Dead))
+		return FailedFast, fmt.Sprintf("failed at %s, %s after the server died at %s (fast window %s)", f(at), f(at-*tr.Dead), f(*tr.Dead), f(p.FastWindow))
 	default:
-		return FailedSlow, fmt.Sprintf("failed at %s, %s after the server died at %s", f(at), f(at-*tr.Dead), f(*tr.Dead))
+		return FailedSlow, fmt.Sprintf("failed at %s, %s after the server died at %s (fast window %s)", f(at), f(at-*tr.Dead), f(*tr.Dead), f(p.FastWindow))
 	}
+}
+
+func fatalClause(p Policy) string {
+	if p.FatalLine == nil {
+		return ""
+	}
+	return " and logged its first fatal line at " + FormatDuration(*p.FatalLine)
 }
 
 // FormatDuration prints a scenario duration as the scorecard and the report do: 1.2s, 95s,

@@ -32,7 +32,7 @@ func TestLoadErrors(t *testing.T) {
 		{"bad duration", "per_shard: 1s", "per_shard: fast", `x.yaml:10:18: bad duration "fast" (use Go duration text, e.g. 90s, 11m, 1m30s)`},
 		{"unitless duration", "per_shard: 1s", "per_shard: 5", `x.yaml:10:18: want a duration such as "90s" or "11m", got 5 (durations need a unit)`},
 		{"ready before bound", "ready: 21s", "ready: 10s", `x.yaml:13:10: ready 10s is before bound 20s (ready comes after the port is bound and warmup finishes)`},
-		{"unknown verdict", "verdict: ready-ok", "verdict: ok", `x.yaml:15:12: unknown verdict "ok" (one of ready-ok, ready-late, false-ready, missed-ready, failed-fast, failed-slow, hung)`},
+		{"unknown verdict", "verdict: ready-ok", "verdict: ok", `x.yaml:15:12: unknown verdict "ok" (one of ready-ok, ready-late, false-ready, missed-ready, failed-fast, failed-slow, gave-up, hung)`},
 		{"unknown host", "host: h100-x8", "host: h100", `x.yaml:5:7: gpu: no host profile "h100"; known: b200-x8, h100-x8, h200-x8, rtx-5090-x1, rtx-pro-6000-x8`},
 		{"unknown profile", "profile: C", "profile: Z", `x.yaml:4:10: sglang: unknown profile "Z": use one of 0.3.6, A-2024, 0.4.6, A, 0.4, 0.5.2, B, 0.5.9, C, 0.5.10, main-2026-07, C-late, main`},
 		{"no sources", "sources: [{ref: incidents.md}]\n", "", `x.yaml:1:1: sources is missing (cite at least one source: ` + "`sources: [{ref: https://github.com/sgl-project/sglang/issues/14282}]`)"},

@@ -46,6 +46,7 @@ func (c *Compiled) Predict() truth.Truth {
 		}
 	}
 	switch {
+	case f.HealthHeld: // /health never answers 200: the server never reports ready
 	case recordedReady:
 		if readyLine != nil && p.ReadyBy(*readyLine) && !f.WarmupBroken {
 			p.BecomeReady(*readyLine)

@@ -162,12 +162,13 @@ const (
 	MissedReady Verdict = "missed-ready" // gave up although the server was ready
 	FailedFast  Verdict = "failed-fast"  // reported failure within seconds of t_dead
 	FailedSlow  Verdict = "failed-slow"  // reported failure only at its own timeout
+	GaveUp      Verdict = "gave-up"      // gave up before the server's fate was known
 	Hung        Verdict = "hung"         // did not return before the harness limit
 )
 
 // Verdicts lists every class from the best outcome to the worst.
 func Verdicts() []Verdict {
-	return []Verdict{ReadyOK, ReadyLate, FalseReady, MissedReady, FailedFast, FailedSlow, Hung}
+	return []Verdict{ReadyOK, ReadyLate, FalseReady, MissedReady, FailedFast, FailedSlow, GaveUp, Hung}
 }
 
 // Valid reports whether v is one of Verdicts.

@@ -54,8 +54,13 @@ catalogue and the built-in tools), in parallel, on a clock compressed --speed ti
 each tool's claim against the fake server's ground truth.
 
 Tools: built-ins (see the scorecard's tool list), tools from --tools-file (tools.yaml), and
---tool 'name=command' (a bash template with {{.URL}} {{.Host}} {{.Port}} {{.LogFile}} {{.PID}}
-{{.Timeout}}; exit 0 claims ready). Shell tools run under faketime at --speed.
+--tool 'name=command' (exit 0 claims ready) or --tool with the keys of tools.yaml separated
+by ';' ('name=mine;budget=20m;interval=5s;claim=line:^UP;scaled=false;command=...'). A
+command is a bash template with {{.URL}} {{.Host}} {{.Port}} {{.LogFile}} {{.PID}}
+{{.Timeout}} {{.Scenario}} {{.APIKey}} and {{.Launch}} (the scenario's server as a command a
+launch tool starts: its output is the server's log, its exit status the server's). Shell
+tools get the scenario's environment (its proxy variables too) and run under faketime at
+--speed.
 
 --speed 0 runs on event-driven virtual time instead: the clock stands still while the server
 or the tool works and jumps to the next due instant when both are idle. Go tools take the
@@ -82,7 +87,10 @@ before it could clean up (SIGKILL) leaves them there; the next score removes the
 prints one line saying what it removed.
 
 Exit status: 0 when every must-pass tool (llmwait) reached each scenario's expected verdict,
-3 when one missed, 1 on other errors.`,
+3 when one missed, 1 on other errors.
+
+` + verdictHelp() + `
+'incident-replay explain SCENARIO TOOL' runs one cell and prints why it has its verdict.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -93,7 +101,7 @@ Exit status: 0 when every must-pass tool (llmwait) reached each scenario's expec
 	f := cmd.Flags()
 	f.StringSliceVar(&o.scenarios, "scenario", nil, "scenario names or scenario files (*.yaml); default the whole catalogue")
 	f.StringSliceVar(&o.tools, "tool-name", nil, "run only these tools (by name; default the core set plus your own)")
-	f.StringArrayVar(&o.userTools, "tool", nil, "add a tool: 'name=bash command template' (repeatable)")
+	f.StringArrayVar(&o.userTools, "tool", nil, "add a tool: 'name=bash command template' or 'name=..;budget=..;interval=..;claim=..;command=..' (repeatable)")
 	f.StringVar(&o.toolsFile, "tools-file", "", "add the tools of a tools.yaml file")
 	f.Float64Var(&o.speed, "speed", 60, "time compression S: scenario seconds per wall second; 0 = event-driven virtual time")
 	f.BoolVar(&o.container, "container", false, "run each fake server in a container instead of in-process")
@@ -110,6 +118,16 @@ Exit status: 0 when every must-pass tool (llmwait) reached each scenario's expec
 	f.StringVar(&o.results, "results", "", "also write the results as JSON to this file (the input of 'incident-replay merge')")
 	f.BoolVar(&o.repro, "reproducible", false, "leave out what depends on the machine (wall times, the runs' loopback ports), so runs at --speed 0 compare byte for byte")
 	return cmd
+}
+
+// verdictHelp lists the verdict classes as the scorecard writes them, with their rules.
+func verdictHelp() string {
+	var b strings.Builder
+	b.WriteString("Verdicts (scorecard cell: class: rule; times are scenario time from launch):\n")
+	for _, d := range harness.Definitions() {
+		fmt.Fprintf(&b, "  %-9s %s: %s\n", d.Cell, d.Verdict, d.Meaning)
+	}
+	return b.String()
 }
 
 // mustPassError makes `score` exit 3 when a must-pass tool missed.
@@ -143,13 +161,9 @@ func runScore(ctx context.Context, stdout, stderr io.Writer, o scoreOptions) err
 		return err
 	}
 	defer cleanup()
-	var ft harness.Faketime
-	if o.speed != 1 && o.speed != harness.Virtual {
-		if ft, err = harness.FindFaketime(); err != nil {
-			return err
-		}
-	} else if found, ferr := harness.FindFaketime(); ferr == nil {
-		ft = found // S=1 still benefits from the scenario epoch
+	ft, err := faketimeFor(o.speed)
+	if err != nil {
+		return err
 	}
 	m := harness.Matrix{
 		Runner:   harness.Runner{Launcher: launcher, Faketime: ft, Speed: o.speed, Expect: harness.DefaultExpect, RunDir: rundir},
@@ -214,6 +228,16 @@ func writeCard(stdout, stderr io.Writer, card harness.Scorecard, markdown, junit
 	return nil
 }
 
+// faketimeFor finds faketime, which every speed but 1 and virtual time needs; S=1 still
+// uses it when present, for the scenario epoch.
+func faketimeFor(speed float64) (harness.Faketime, error) {
+	ft, err := harness.FindFaketime()
+	if err != nil && speed != 1 && speed != harness.Virtual {
+		return ft, err
+	}
+	return ft, nil
+}
+
 // shardOf reads --shard or --shard-index (neither: the whole matrix); a shard needs --results.
 func shardOf(o scoreOptions) (harness.Shard, error) {
 	var (
@@ -258,12 +282,8 @@ func selectTools(o scoreOptions) ([]harness.Tool, error) {
 		user = append(user, t)
 	}
 	all = append(all, user...)
-	seen := map[string]bool{}
-	for _, t := range all {
-		if seen[t.Name] {
-			return nil, fmt.Errorf("two tools are named %q: rename one (names must be unique)", t.Name)
-		}
-		seen[t.Name] = true
+	if err := uniqueNames(all, len(harness.Builtins())); err != nil {
+		return nil, err
 	}
 	names := o.tools
 	if len(names) == 0 && !o.allTools {
@@ -279,6 +299,23 @@ func selectTools(o scoreOptions) ([]harness.Tool, error) {
 		}
 	}
 	return harness.SelectTools(all, names)
+}
+
+// uniqueNames fails on two tools with one name; the first nBuiltin of all are built-ins.
+func uniqueNames(all []harness.Tool, nBuiltin int) error {
+	first := map[string]int{}
+	for i, t := range all {
+		j, dup := first[t.Name]
+		if !dup {
+			first[t.Name] = i
+			continue
+		}
+		if j < nBuiltin {
+			return fmt.Errorf("tool %q clashes with the built-in tool %s (%s): pick another name", t.Name, t.Name, all[j].Description)
+		}
+		return fmt.Errorf("two tools are named %q: rename one (names must be unique)", t.Name)
+	}
+	return nil
 }
 
 // loadCases resolves names in the catalogue and paths as files; none means the catalogue.

@@ -134,7 +134,7 @@ table.matrix{border-collapse:collapse;font-size:10px}
 .legend{max-width:960px;width:100%;height:auto}
 figure{margin:6px 0 14px;max-width:960px}figure svg{width:100%;height:auto;display:block;border:1px solid #e4e4e4}
 figcaption{font-size:12px;color:#444;margin-top:2px}
-.sum{color:#444;margin:0 0 4px;max-width:960px}ul.miss li{margin:2px 0}code{font-size:12px}
+.sum{color:#444;margin:0 0 4px;max-width:960px}details.why{font-size:12px;margin:2px 0 0}details.why pre{white-space:pre-wrap;background:#f7f7f7;padding:4px 6px;margin:2px 0}ul.miss li{margin:2px 0}code{font-size:12px}
 `
 
 // errorHook records script errors on the root element, so a headless browser's --dump-dom
@@ -152,8 +152,8 @@ func writeHTML(w *bytes.Buffer, card harness.Scorecard, runs []run) {
 	w.WriteString("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">")
 	w.WriteString("<title>incident-replay report</title>" + errorHook + "<style>" + pageStyle + Style + "</style></head><body>\n")
 	fmt.Fprintf(w, "<h1>incident-replay: %d scenarios × %d tools</h1>\n", len(scen), len(tools))
-	fmt.Fprintf(w, "<p class=\"meta\">%d runs, %s, scenario time compressed %g× (unscaled tools at 1×)%s. %d run(s) missed an expectation or could not run.</p>\n",
-		len(runs), html.EscapeString(card.Where), card.Speed, card.WallClause(), len(misses))
+	fmt.Fprintf(w, "<p class=\"meta\">%d runs, %s, %s%s. %d run(s) missed an expectation or could not run.</p>\n",
+		len(runs), html.EscapeString(card.Where), html.EscapeString(card.SpeedClause()), card.WallClause(), len(misses))
 	w.WriteString("<h2 id=\"matrix\">Scorecard</h2>\n<p class=\"meta\">Each cell: the verdict the harness gave the tool, then its claim time (scenario time). A black outline and <b>exp …</b> mark a missed expectation; ✓ a met one. Select a cell for its timeline.</p>\n")
 	w.WriteString("<div class=\"scroll\"><table class=\"matrix\"><thead><tr><th>scenario</th><th>correct<br>verdict</th>")
 	for _, t := range tools {
@@ -200,7 +200,11 @@ func writeHTML(w *bytes.Buffer, card harness.Scorecard, runs []run) {
 			var b strings.Builder
 			r.tl.svg(&b, Options{})
 			w.WriteString(b.String())
-			fmt.Fprintf(w, "<figcaption>%s</figcaption></figure>\n", html.EscapeString(caption(r.res)))
+			fmt.Fprintf(w, "<figcaption>%s</figcaption>", html.EscapeString(caption(r.res)))
+			var why strings.Builder
+			_ = harness.Explain(r.res).WriteText(&why, "runs/"+r.file)
+			fmt.Fprintf(w, "<details class=\"why\"><summary>why %s</summary><pre>%s</pre></details></figure>\n",
+				html.EscapeString(harness.ShortVerdict(r.res.Verdict)), html.EscapeString(why.String()))
 		}
 		w.WriteString("</section>\n")
 	}

@@ -48,6 +48,11 @@ func TestWrite(t *testing.T) {
 		`Expected vs got`,
 		`data-js-errors`,
 		`<svg xmlns="http://www.w3.org/2000/svg" class="tl legend"`,
+		// each run says why, as `incident-replay explain` does
+		`<details class="why"><summary>why MISSED</summary><pre>hicache-48-cold-start x llmwait: missed-ready (expected ready-ok)`,
+		"  picture:   runs/hicache-48-cold-start--founding-loop-1.svg\n",
+		"  rule:      missed-ready: gave up (failure or timeout) on a server that became ready\n",
+		`hicache-48-cold-start x my tool/v2: could not run: launch: no port`,
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("index.html lacks %s", want)

@@ -45,6 +45,7 @@ var verdictStyle = map[harness.Verdict][2]string{
 	harness.MissedReady: {okOrange, "#000"},
 	harness.FailedFast:  {okSky, "#000"},
 	harness.FailedSlow:  {okBlue, "#fff"},
+	harness.GaveUp:      {"#BBBBBB", "#000"},
 	harness.Hung:        {okPurple, "#000"},
 }
 
