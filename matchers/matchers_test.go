@@ -148,7 +148,7 @@ func TestRunMatchersTellTheIncident(t *testing.T) {
 			"expected ready-ok; founding-loop-1 on hicache-48-cold-start was missed-ready: gave up at 16m52s although the server had been ready since 10m33s (server: port bound at 10m32s, /health 200 from 10m33s)"},
 		{"pointer to a result", &ontime, matchers.HaveVerdict(harness.ReadyOK), false, ""},
 		{"negated verdict", ontime, matchers.HaveVerdict(harness.ReadyOK), true,
-			"expected a verdict other than ready-ok; founding-loop-1 on hicache-48-cold-start was ready-ok: ready 3.0s after t_ready (slack 16s) (server: port bound at 10m32s, /health 200 from 10m33s)"},
+			"expected a verdict other than ready-ok; founding-loop-1 on hicache-48-cold-start was ready-ok: claimed ready at 10m36s, 3.0s after t_ready 10m33s (slack 16s) (server: port bound at 10m32s, /health 200 from 10m33s)"},
 		{"claim too late", gaveUp, matchers.ClaimWithin(11 * m), false,
 			"expected a claim within 11m; founding-loop-1 claimed failed at 16m52s (server: port bound at 10m32s, /health 200 from 10m33s)"},
 		{"claim in time", ontime, matchers.ClaimWithin(11 * m), false, ""},
