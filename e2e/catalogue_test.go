@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/incident-replay/incident-replay/fakeserver"
+	"github.com/incident-replay/incident-replay/fault"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/scenarios"
 	"github.com/incident-replay/incident-replay/truth"
@@ -84,7 +85,7 @@ func runScenario(ctx context.Context, s *scenarios.Scenario) runResult {
 	if err != nil {
 		return runResult{err: err}
 	}
-	return runResult{truth: fakeserver.GroundTruth(recs)}
+	return runResult{truth: fault.SeenTruth(fakeserver.GroundTruth(recs), s.Faults)}
 }
 
 // horizon is the latest expected moment plus slack for the tolerance.

@@ -59,10 +59,12 @@ var goWaiterVerdicts = []struct {
 	{"s9-proxy-env", harness.ReadyOK, "a healthy server, probed directly by the Go waiters; wget asks the dead proxy until its timeout", harness.MissedReady},
 }
 
-var _ = Describe("Go-binary and wget waiters on virtual time", Ordered, ContinueOnFailure, func() {
+// Not Ordered: the pairs are independent and spread over the parallel processes; the
+// waiter binary is built once for the suite (suiteShared.BinDir).
+var _ = Describe("Go-binary and wget waiters on virtual time", func() {
 	var tools map[string]harness.Tool
 
-	BeforeAll(func() {
+	BeforeEach(func() {
 		if !ptrace.Supported {
 			Skip("Go binaries cannot be traced onto virtual time on this platform")
 		}
@@ -71,10 +73,7 @@ var _ = Describe("Go-binary and wget waiters on virtual time", Ordered, Continue
 				Skip(b + " not installed")
 			}
 		}
-		bin := filepath.Join(GinkgoT().TempDir(), "gowaiter")
-		out, err := exec.Command("go", "build", "-o", bin, "github.com/incident-replay/incident-replay/internal/testprog/gowaiter").CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "go build gowaiter: %s", out)
-		tools = goWaiterTools(bin)
+		tools = goWaiterTools(filepath.Join(shared.BinDir, "gowaiter"))
 	})
 
 	// The same verdicts in-process and with the server in a container (whose clock follows

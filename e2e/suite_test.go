@@ -8,9 +8,10 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -60,8 +61,24 @@ func containerEnv() {
 	}
 }
 
+// suiteShared is what process 1 prepares for every parallel process.
+type suiteShared struct {
+	NoDocker string // why container specs cannot run; "" when they can
+	Image    string // the fakesglang image built from this tree
+	RunID    string // one run id for every process, so one sweep finds all their containers
+	BinDir   string // test programs built once (gowaiter); removed at the suite's end
+}
+
 var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 	containerEnv()
+	var sh suiteShared
+	dir, err := os.MkdirTemp("", "ir-e2e-bin-")
+	Expect(err).NotTo(HaveOccurred())
+	sh.BinDir = dir
+	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "gowaiter"), "github.com/incident-replay/incident-replay/internal/testprog/gowaiter")
+	build.Dir = repoRoot()
+	out, err := build.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "go build gowaiter: %s", out)
 	p, err := testcontainers.NewDockerProvider()
 	if err == nil {
 		err = p.Health(ctx)
@@ -71,27 +88,34 @@ var _ = SynchronizedBeforeSuite(func(ctx SpecContext) []byte {
 		if os.Getenv("CI") == "true" {
 			Fail("CI=true but docker is unavailable, so container specs cannot run: " + err.Error())
 		}
-		return []byte("nodocker\n" + err.Error())
+		sh.NoDocker = err.Error()
+	} else {
+		// Leftovers of killed runs go first; containers of runs still going (a concurrent
+		// score --container or test run) stay: their owner process is alive.
+		_, err = fakeserver.SweepOrphans(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		sh.Image, err = fakeserver.BuildImage(ctx, repoRoot())
+		Expect(err).NotTo(HaveOccurred())
+		sh.RunID = fakeserver.RunID
 	}
-	// Leftovers of killed runs go first; containers of runs still going (a concurrent score
-	// --container or test run) stay: their owner process is alive.
-	_, err = fakeserver.SweepOrphans(ctx)
+	b, err := json.Marshal(sh)
 	Expect(err).NotTo(HaveOccurred())
-	tag, err := fakeserver.BuildImage(ctx, repoRoot())
-	Expect(err).NotTo(HaveOccurred())
-	return []byte("image\n" + tag + "\n" + fakeserver.RunID)
+	return b
 }, func(data []byte) {
 	containerEnv()
-	parts := strings.SplitN(string(data), "\n", 3)
-	if parts[0] == "nodocker" {
-		noDocker = parts[1]
-		return
+	Expect(json.Unmarshal(data, &shared)).To(Succeed())
+	noDocker, sharedImage = shared.NoDocker, shared.Image
+	if shared.RunID != "" {
+		fakeserver.RunID = shared.RunID
 	}
-	sharedImage = parts[1]
-	fakeserver.RunID = parts[2] // one run id for every process, so one sweep finds them all
 }, NodeTimeout(5*time.Minute))
 
+var shared suiteShared
+
 var _ = SynchronizedAfterSuite(func() {}, func(ctx SpecContext) {
+	if shared.BinDir != "" {
+		Expect(os.RemoveAll(shared.BinDir)).To(Succeed())
+	}
 	if ok, _ := dockerAvailable(); !ok {
 		return
 	}

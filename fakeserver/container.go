@@ -432,8 +432,14 @@ func IsGone(err error) bool {
 }
 
 // Stop implements Target: terminate and remove the container.
+// A container on a virtual clock (WithClock) is killed at once: its SIGTERM drain would wait
+// for virtual time its owner is no longer moving.
 func (c *Container) Stop(ctx context.Context) error {
-	err := testcontainers.TerminateContainer(c.Container, testcontainers.StopContext(ctx))
+	opts := []testcontainers.TerminateOption{testcontainers.StopContext(ctx)}
+	if c.link != nil {
+		opts = append(opts, testcontainers.StopTimeout(0))
+	}
+	err := testcontainers.TerminateContainer(c.Container, opts...)
 	if c.link != nil {
 		_ = c.link.Close()
 	}

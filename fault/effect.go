@@ -128,6 +128,17 @@ func HoldsHealth(s Spec) bool {
 	return ok && h.HoldsHealth(s)
 }
 
+// SeenTruth is t, a server's own ground truth, as a client sees it through faults: a fault
+// that holds /health for the whole run means the server is never seen ready.
+func SeenTruth(t truth.Truth, faults []Spec) truth.Truth {
+	for _, f := range faults {
+		if HoldsHealth(f) {
+			t.Ready = nil
+		}
+	}
+	return t
+}
+
 // HealthDelayer is a fault that slows health checks to path.
 type HealthDelayer interface {
 	HealthDelay(l *Live, at time.Duration, path string) time.Duration

@@ -123,12 +123,7 @@ func countFaults(t truth.Truth, c Case) truth.Truth {
 	if c.Scenario == nil {
 		return t
 	}
-	for _, f := range c.Scenario.Faults {
-		if fault.HoldsHealth(f) {
-			t.Ready = nil
-		}
-	}
-	return t
+	return fault.SeenTruth(t, c.Scenario.Faults)
 }
 
 // fatalLine is the offset of the journal's first log line of a fatal kind (a line a server

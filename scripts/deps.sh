@@ -3,7 +3,8 @@
 # installed with apt-get. Usage: scripts/deps.sh demo|test|ci
 #   demo  the scorecard at 60x: shell tools run under faketime and call curl and python3
 #   test  demo's, plus a C compiler and libc headers (-race, go-nvml's cgo, the virtual-time
-#         LD_PRELOAD library), chromium and DejaVu fonts (the report's browser check)
+#         LD_PRELOAD library), wget (a waiter under test), chromium and DejaVu fonts (the
+#         report's browser check)
 #   ci    test's, plus docker.io when no Docker daemon answers (.ci/run starts it)
 # It prints one line: what it installs, or that nothing is missing. Where it cannot install,
 # it names the packages and the command; it fails only when what is missing would stop the run.
@@ -40,6 +41,7 @@ command -v python3 >/dev/null || need required python3
 if [ "$mode" != demo ]; then
   command -v gcc >/dev/null || command -v cc >/dev/null || need required gcc
   [ -e /usr/include/stdio.h ] || need required libc6-dev
+  command -v wget >/dev/null || need optional wget # the eficode/wait-for-style waiter's client
   command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need optional chromium
   [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need optional fonts-dejavu-core
 fi
