@@ -139,7 +139,9 @@ var _ = Describe("founding loop 1 on the hicache-300 host OOM, on virtual time",
 	}, NodeTimeout(2*time.Minute))
 })
 
-var _ = Describe("scenario x tool matrix in containers", Ordered, ContinueOnFailure, Label("container"), func() {
+// Serial: 16 containers at once beside another process's container specs overload the
+// daemon on 2 cores (stops time out); alone, on virtual time, its verdicts do not depend on it.
+var _ = Describe("scenario x tool matrix in containers", Serial, Ordered, ContinueOnFailure, Label("container"), func() {
 	all, loadErr := scenarios.Catalogue()
 	var results map[pairKey]harness.Result
 	BeforeAll(func(ctx SpecContext) {

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -102,6 +103,40 @@ type Container struct {
 	baseURL string
 	hostDir string      // WithHostDir: the journal and log are read here, not through Docker
 	link    *vtime.Link // WithClock: the container's clock follows this process's
+	// hostPort is WithClock's port on the host network, held for this container until Stop.
+	hostPort int
+}
+
+// hostPorts hands out the loopback ports of containers on the host network. Such a server
+// binds only when its timeline says so, minutes in, so until then its port is merely picked:
+// two containers started at once must never pick the same one.
+var hostPorts = &portSet{used: map[int]bool{}}
+
+type portSet struct {
+	mu   sync.Mutex
+	used map[int]bool
+}
+
+func (p *portSet) take() (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for range 64 {
+		port, err := freePort("127.0.0.1")
+		if err != nil {
+			return 0, err
+		}
+		if !p.used[port] {
+			p.used[port] = true
+			return port, nil
+		}
+	}
+	return 0, errors.New("pick a loopback port: every candidate is held by a live container")
+}
+
+func (p *portSet) give(port int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.used, port)
 }
 
 type options struct {
@@ -312,7 +347,7 @@ func runOnClock(ctx context.Context, image string, o options, opts []testcontain
 	}
 	release := o.clock.Hold()
 	defer release()
-	port, err := freePort("127.0.0.1")
+	port, err := hostPorts.take()
 	if err != nil {
 		return nil, fmt.Errorf("run fakesglang: %w", err)
 	}
@@ -324,9 +359,12 @@ func runOnClock(ctx context.Context, image string, o options, opts []testcontain
 		hc.NetworkMode = "host"
 	}))
 	ctr, err := testcontainers.Run(ctx, image, append(base, opts...)...)
+	if ctr == nil {
+		hostPorts.give(port)
+	}
 	var c *Container
 	if ctr != nil {
-		c = &Container{Container: ctr, hostDir: o.hostDir, baseURL: "http://127.0.0.1:" + strconv.Itoa(port)}
+		c = &Container{Container: ctr, hostDir: o.hostDir, baseURL: "http://127.0.0.1:" + strconv.Itoa(port), hostPort: port}
 	}
 	if err != nil {
 		return c, fmt.Errorf("run fakesglang: %w", err)
@@ -442,6 +480,10 @@ func (c *Container) Stop(ctx context.Context) error {
 	err := testcontainers.TerminateContainer(c.Container, opts...)
 	if c.link != nil {
 		_ = c.link.Close()
+	}
+	if c.hostPort != 0 && (err == nil || IsGone(err)) {
+		hostPorts.give(c.hostPort)
+		c.hostPort = 0
 	}
 	return err
 }
