@@ -490,3 +490,15 @@ func (c *Container) Stop(ctx context.Context) error {
 
 var _ Target = (*Container)(nil)
 var _ Target = (*Server)(nil)
+
+// ReservePort picks a free loopback port for a server that binds it only later (when its
+// timeline says so) and holds it against every other reservation in this process until
+// release: two servers started at once never pick the same one.
+func ReservePort() (port int, release func(), err error) {
+	port, err = hostPorts.take()
+	if err != nil {
+		return 0, nil, err
+	}
+	var once sync.Once
+	return port, func() { once.Do(func() { hostPorts.give(port) }) }, nil
+}

@@ -80,6 +80,11 @@ while (( SECONDS < deadline )); do
 done
 kill "$server"; echo "Server failed to start within the timeout period."; exit 1`
 
+// llmwaitLaunch is `llmwait launch` as a launch script runs it; the harness puts llmwait
+// (make build's bin/) first on PATH. Its exit status is the claim: 0 ready, 4 a preflight
+// refusal, anything else a detected failure or a give-up.
+const llmwaitLaunch = `llmwait launch --quiet --log-file {{.LogFile}}.llmwait{{if .HostProfile}} --host-profile {{.HostProfile}}{{end}} -- {{.Launch}}`
+
 // vllmWaiter re-types vLLM's RemoteOpenAIServer._wait_for_server:
 // GET with no timeout; a 200 ends it; only an exception sleeps 0.5 s, checks the process
 // (a non-zero exit) and the deadline, so a non-200 answer spins without either.
@@ -138,7 +143,7 @@ func KubernetesPods() map[string]Pod {
 // loops dominate: each founding loop starts ~360 processes under faketime). `--all-tools`
 // runs every built-in.
 var CoreTools = []string{"founding-loop-1", "founding-loop-2", "curl-strict", "sglang-popen",
-	"popen-launch", "k8s-kserve", "compose-sglang", "tc-http", "tc-http-withwaitstrategy", "llmwait"}
+	"popen-launch", "k8s-kserve", "compose-sglang", "tc-http", "tc-http-withwaitstrategy", "llmwait-launch", "llmwait"}
 
 // Builtins returns the built-in tools, llmwait (must-pass) last. Shell tools run
 // under faketime; the Kubernetes, compose and testcontainers rows are models evaluated on the
@@ -162,6 +167,8 @@ func Builtins() []Tool {
 			Interval: 10 * time.Second, Budget: 620 * time.Second},
 		{Name: "popen-launch", Description: "launches {{.Launch}} like popen_launch_server (bash): process exit fails, /health_generate 200 is ready, 600 s",
 			Command: popenLauncher, Claim: ByBoth, ReadyLine: readyLine, Interval: 10 * time.Second, Budget: 620 * time.Second},
+		{Name: "llmwait-launch", Description: "llmwait launch -- {{.Launch}}: the CLI starts the server (preflight on the scenario's host, process, log, identity, probes)",
+			Command: llmwaitLaunch, Interval: time.Second, Budget: 30 * time.Minute, PreflightExit: 4},
 		{Name: "vllm-helper", Description: "vLLM RemoteOpenAIServer-style waiter (python3)", Command: vllmWaiter,
 			Claim: ByBoth, ReadyLine: readyLine, Interval: time.Second},
 		{Name: "k8s-sglang", Description: "model: SGLang k8s manifest, liveness 30s+3x10s, no readiness probe",

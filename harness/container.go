@@ -54,28 +54,10 @@ func (l Container) Launch(ctx context.Context, c Case, speed float64) (Target, e
 	// fakesglang writes its log and journal straight into dir (a bind mount): Docker's log
 	// stream can deliver lines seconds late, minutes of scenario time at 60x.
 	logPath := filepath.Join(dir, fakeserver.HostLog)
-	// A scenario file on this host is copied in; a catalogue scenario (whose Path names its
-	// place inside the embedded catalogue) is looked up by name in the image.
-	source := c.Name
-	if c.Scenario.Path != "" {
-		if _, err := os.Stat(c.Scenario.Path); err == nil {
-			source = c.Scenario.Path
-			// A recorded log beside the file does not travel with it: inline it.
-			if sc, err := c.Scenario.SelfContained(); err != nil {
-				os.RemoveAll(dir)
-				return nil, err
-			} else if sc != c.Scenario {
-				source = filepath.Join(dir, "scenario.yaml")
-				b, err := yaml.Marshal(sc)
-				if err == nil {
-					err = os.WriteFile(source, b, 0o644)
-				}
-				if err != nil {
-					os.RemoveAll(dir)
-					return nil, fmt.Errorf("container launcher: %w", err)
-				}
-			}
-		}
+	source, err := scenarioSource(c, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("container launcher: %w", err)
 	}
 	t := &ctrTarget{dir: dir, log: logPath, speed: speed, done: make(chan struct{})}
 	opts := []testcontainers.ContainerCustomizer{fakeserver.WithScenario(source), fakeserver.WithSeed(c.seed()), fakeserver.WithHostDir(dir)}
@@ -104,6 +86,31 @@ func (l Container) Launch(ctx context.Context, c Case, speed float64) (Target, e
 	t.stopWatch = stop
 	go t.watch(wctx)
 	return t, nil
+}
+
+// scenarioSource is what fakesglang's --scenario names for c: a scenario file on this host
+// (with a recorded log beside it inlined into dir/scenario.yaml, as it does not travel with
+// the file), or a catalogue scenario's name, which fakesglang looks up in its own catalogue.
+func scenarioSource(c Case, dir string) (string, error) {
+	if c.Scenario.Path == "" {
+		return c.Name, nil
+	}
+	if _, err := os.Stat(c.Scenario.Path); err != nil {
+		return c.Name, nil // a catalogue scenario: Path names its place in the catalogue
+	}
+	sc, err := c.Scenario.SelfContained()
+	if err != nil {
+		return "", err
+	}
+	if sc == c.Scenario {
+		return c.Scenario.Path, nil
+	}
+	source := filepath.Join(dir, "scenario.yaml")
+	b, err := yaml.Marshal(sc)
+	if err == nil {
+		err = os.WriteFile(source, b, 0o644)
+	}
+	return source, err
 }
 
 // alignClock builds a scaled clock that reads what the container's fakesglang clock reads,

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"os"
+	"strings"
 
 	"github.com/incident-replay/incident-replay/vtime/ptrace"
 )
@@ -40,11 +41,11 @@ func (Container) Virtual() bool { return true }
 // pickMode decides the speed and mode of a pair: a tool whose executable ignores LD_PRELOAD
 // and faketime (a Go or static binary) is traced onto virtual time when the launcher can run
 // the pair there, and runs in real time otherwise; everything else follows the run's speed.
-func pickMode(t Tool, speed float64, l Launcher) (float64, Mode, ExecKind) {
+func pickMode(t Tool, speed float64, l Launcher, path string) (float64, Mode, ExecKind) {
 	kind := ExecScript
 	if t.Command != "" {
 		if script, err := t.render(TemplateData{URL: "http://127.0.0.1:1", Host: "127.0.0.1", Port: 1}); err == nil {
-			_, kind = DetectExec(script, toolPath())
+			_, kind = DetectExec(script, path)
 		}
 	}
 	vl, canVirtual := l.(virtualLauncher)
@@ -66,14 +67,28 @@ func pickMode(t Tool, speed float64, l Launcher) (float64, Mode, ExecKind) {
 	return speed, ModeFaketime, kind
 }
 
-// toolPath is the PATH shell tools run with.
-func toolPath() string {
-	for _, kv := range toolEnv() {
+// toolPath is the PATH shell tools run with, bin first when set.
+func toolPath(bin string) string {
+	for _, kv := range withBin(toolEnv(), bin) {
 		if len(kv) > 5 && kv[:5] == "PATH=" {
 			return kv[5:]
 		}
 	}
 	return os.Getenv("PATH")
+}
+
+// withBin puts dir first on env's PATH; "" leaves env as it is.
+func withBin(env []string, dir string) []string {
+	if dir == "" {
+		return env
+	}
+	for i, kv := range env {
+		if strings.HasPrefix(kv, "PATH=") {
+			env[i] = "PATH=" + dir + string(os.PathListSeparator) + kv[5:]
+			return env
+		}
+	}
+	return append(env, "PATH="+dir)
 }
 
 // requests counts the requests the server has had from clients so far, from its journal;

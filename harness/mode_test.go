@@ -41,7 +41,7 @@ func TestPickMode(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			speed, mode, _ := pickMode(c.tool, c.speed, c.launcher)
+			speed, mode, _ := pickMode(c.tool, c.speed, c.launcher, toolPath(""))
 			if mode != c.mode || speed != c.runSpeed {
 				t.Errorf("pickMode = %q at %g, want %q at %g", mode, speed, c.mode, c.runSpeed)
 			}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -96,13 +98,35 @@ type Runner struct {
 	// RunDir records the shell tools' process groups and /dev/shm objects, so a later run
 	// can remove them if this one is killed; nil records nothing.
 	RunDir *RunDir
+	// BinDir holds fakesglang and llmwait (make build's bin/): shell tools find them first on
+	// PATH, and a launch tool's {{.Launch}} on virtual time runs that fakesglang as its own
+	// child. "" looks beside this executable.
+	BinDir string
+}
+
+// binDir is where the project's binaries are: BinDir, or this executable's directory when it
+// holds fakesglang.
+func (r Runner) binDir() string {
+	if r.BinDir != "" {
+		return r.BinDir
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	dir := filepath.Dir(exe)
+	if _, err := os.Stat(filepath.Join(dir, "fakesglang")); err != nil {
+		return ""
+	}
+	return dir
 }
 
 // Run launches c's server, runs t against it until t returns or the harness limit, stops the
 // server and scores the claim against the journal.
 func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 	res = Result{Scenario: c.Name, Tool: t.Name, Kind: t.Kind(), Unscaled: t.Unscaled, MustPass: t.MustPass, Limit: Limit(c, t)}
-	res.Speed, res.Mode, res.Exec = pickMode(t, r.Speed, r.Launcher)
+	bin := r.binDir()
+	res.Speed, res.Mode, res.Exec = pickMode(t, r.Speed, r.Launcher, toolPath(bin))
 	res.Unscaled = res.Unscaled || (res.Mode == ModeReal && r.Speed != 1)
 	if r.Expect != nil {
 		if v, ok := r.Expect(c, t); ok {
@@ -120,14 +144,19 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 	start := time.Now()
 	defer func() { res.Wall = time.Since(start) }()
 
-	tgt, err := r.Launcher.Launch(ctx, c, res.Speed)
+	launcher := r.Launcher
+	if fs := filepath.Join(bin, "fakesglang"); t.usesLaunch() && res.Speed == Virtual && bin != "" {
+		// A launch tool on virtual time starts the server itself, as a real process.
+		launcher = childLauncher{fakesglang: fs}
+	}
+	tgt, err := launcher.Launch(ctx, c, res.Speed)
 	if err != nil {
-		res.Err = fmt.Errorf("launch %s (%s): %w", c.Name, r.Launcher.Name(), err)
+		res.Err = fmt.Errorf("launch %s (%s): %w", c.Name, launcher.Name(), err)
 		return res
 	}
 	clock := tgt.Clock()
 	out := &tailBuffer{max: 2048}
-	claim, err := runTool(ctx, c, t, res.Mode, clock, tgt, r.Launcher.Published(), res.Limit, r.Faketime, r.RunDir, out)
+	claim, err := runTool(ctx, c, t, res.Mode, clock, tgt, launcher.Published(), res.Limit, r.Faketime, r.RunDir, bin, out)
 	if errors.Is(err, errUntraced) && ptrace.Supported {
 		// A Go or static binary the command's first program started: the run so far was not
 		// on virtual time, so it is thrown away and the pair runs again, traced.
@@ -135,13 +164,13 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 		_ = tgt.Stop(sctx)
 		cancel()
 		res.Mode = ModePtrace
-		if tgt, err = r.Launcher.Launch(ctx, c, res.Speed); err != nil {
-			res.Err = fmt.Errorf("launch %s (%s): %w", c.Name, r.Launcher.Name(), err)
+		if tgt, err = launcher.Launch(ctx, c, res.Speed); err != nil {
+			res.Err = fmt.Errorf("launch %s (%s): %w", c.Name, launcher.Name(), err)
 			return res
 		}
 		clock = tgt.Clock()
 		out = &tailBuffer{max: 2048}
-		claim, err = runTool(ctx, c, t, res.Mode, clock, tgt, r.Launcher.Published(), res.Limit, r.Faketime, r.RunDir, out)
+		claim, err = runTool(ctx, c, t, res.Mode, clock, tgt, launcher.Published(), res.Limit, r.Faketime, r.RunDir, bin, out)
 	}
 	res.Output = out.String()
 	if cu, ok := tgt.(catcher); ok && err == nil {
@@ -170,7 +199,7 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 	if st, ok := tgt.(serverTimer); ok {
 		claim.At = st.ServerTime(claim.At, journal)
 	}
-	res.Score(c, t, claim, journal, r.Launcher.Overhead())
+	res.Score(c, t, claim, journal, launcher.Overhead())
 	return res
 }
 
@@ -183,11 +212,23 @@ func (res *Result) Score(c Case, t Tool, claim Claim, journal []fakeserver.Recor
 	res.Claim = claim
 	res.Journal = journal
 	res.Start = c.Timeline.Start
-	res.Truth, res.Predicted = complete(countFaults(fakeserver.GroundTruth(journal), c), c.Predicted, claim.At.Sub(res.Start))
+	res.Truth, res.Predicted = complete(countFaults(fakeserver.GroundTruth(scenarioPart(journal)), c), c.Predicted, claim.At.Sub(res.Start))
 	res.Requests, res.HealthLatency = requestStats(journal)
 	pol := PolicyFor(t.Interval, max(c.HealthLatency(), res.HealthLatency), res.Speed, overhead)
 	pol.FatalLine = fatalLine(journal)
 	res.Verdict, res.Reason = Classify(res.Truth, res.Start, claim, pol)
+}
+
+// scenarioPart is the journal up to the first SIGTERM: no scenario sends one, so it comes
+// from a launch tool stopping the server it started (once it has given up), and what follows
+// is that tool's doing, not the scenario's fate.
+func scenarioPart(journal []fakeserver.Record) []fakeserver.Record {
+	for i, r := range journal {
+		if r.Type == fakeserver.RecState && r.State == fakeserver.StateSigterm {
+			return journal[:i]
+		}
+	}
+	return journal
 }
 
 // catcher is a Target whose server can run, on demand, what its timeline scheduled up to an
@@ -229,14 +270,15 @@ type toolStarter interface {
 }
 
 // runTool runs a shell or Go tool against tgt until it claims, gives up, or hits limit.
-func runTool(ctx context.Context, c Case, t Tool, mode Mode, clock replay.Clock, tgt Target, published bool, limit time.Duration, ft Faketime, rd *RunDir, out io.Writer) (Claim, error) {
+func runTool(ctx context.Context, c Case, t Tool, mode Mode, clock replay.Clock, tgt Target, published bool, limit time.Duration, ft Faketime, rd *RunDir, bin string, out io.Writer) (Claim, error) {
 	started := func() {}
 	if ts, ok := tgt.(toolStarter); ok {
 		started = ts.ToolStarted
 	}
 	defer started()
 	if t.Wait == nil {
-		return shellRun{tool: t, facts: c, clock: clock, target: tgt, limit: limit, faketime: ft, env: toolEnv(scenarioEnv(c)...), output: out, started: started, rundir: rd, mode: mode}.run(ctx)
+		env := withBin(toolEnv(scenarioEnv(c)...), bin)
+		return shellRun{tool: t, facts: c, clock: clock, target: tgt, limit: limit, faketime: ft, env: env, output: out, started: started, rundir: rd, mode: mode}.run(ctx)
 	}
 	host, port, err := splitURL(tgt.BaseURL())
 	if err != nil {

@@ -156,6 +156,7 @@ type shellRun struct {
 	started  func()    // called once the tool's processes are on the run's clock; may be nil
 	rundir   *RunDir   // records the tool's process group and /dev/shm objects; may be nil
 	mode     Mode      // ModePtrace: traced onto the virtual clock instead of LD_PRELOAD
+	release  []string  // executables that keep their own time (a launched fakesglang on the clock)
 }
 
 // proxyVars are dropped from a tool's environment: curl and Python route loopback through a
@@ -216,8 +217,15 @@ func (r shellRun) run(ctx context.Context) (Claim, error) {
 	// No server runs as a process of this host (in-process, or inside a container): a tool
 	// that watches {{.PID}} gets a stand-in process that lives exactly as long as the server.
 	var pid int
-	var launch string
-	if r.tool.usesPID() {
+	var launch, hostProfile string
+	if ct, ok := r.target.(*childTarget); ok {
+		// The tool starts the server itself: {{.Launch}} is the real process.
+		launch = ct.Command()
+		if hostProfile, err = ct.HostProfile(); err != nil {
+			return Claim{}, fmt.Errorf("tool %s: {{.HostProfile}}: %w", r.tool.Name, err)
+		}
+		r.release = []string{ct.fakesglang}
+	} else if r.tool.usesPID() {
 		var codeFile string
 		onExit := func() {}
 		if r.tool.usesLaunch() {
@@ -250,6 +258,7 @@ func (r shellRun) run(ctx context.Context) (Claim, error) {
 	script, err := r.tool.render(TemplateData{
 		URL: r.target.BaseURL(), Host: host, Port: port, LogFile: r.target.LogFile(), PID: pid,
 		Timeout: int(r.limit / time.Second), Scenario: r.facts.Name, APIKey: apiKey(r.facts), Launch: launch,
+		HostProfile: hostProfile,
 	})
 	if err != nil {
 		return Claim{}, err
@@ -295,7 +304,7 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	g := toolGroup{pgid: cmd.Process.Pid, recorded: func() {}, requests: r.requests(ctx), bashExit: bashExit}
 	untrack := r.rundir.trackGroup(g.pgid)
 	if vs != nil {
-		detach, done, untraced := vs.attach(g.pgid, pr)
+		detach, done, untraced := vs.attach(g.pgid, pr, r.release)
 		defer detach()
 		g.recorded, g.untraced = done, untraced
 		g.wallCap = time.After(virtualWallLimit)
@@ -326,16 +335,22 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	if ctxErr != nil {
 		return Claim{}, ctxErr
 	}
+	return r.conclude(claim, hung, out), nil
+}
+
+// conclude completes a claim from the tool's output (its last line is the detail) and, unless
+// the run was stopped (hung, the harness limit), judges it by the tool's claim rule.
+func (r shellRun) conclude(claim Claim, stopped bool, out *toolOutput) Claim {
 	lastLine, lineAt := out.result()
 	if claim.Detail == "" {
 		claim.Detail = lastLine
 	}
-	if hung {
-		return claim, nil
+	if stopped {
+		return claim
 	}
 	claim = r.tool.Claim.judge(claim, lineAt)
 	claim.Preflight = claim.Outcome == ClaimFailed && r.tool.PreflightExit != 0 && claim.ExitCode == r.tool.PreflightExit
-	return claim, nil
+	return claim
 }
 
 // command is the argv and environment the script runs with, and the virtual shell that puts

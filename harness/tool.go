@@ -86,7 +86,8 @@ type Tool struct {
 	Description string
 
 	// Command is a bash command template over TemplateData: {{.URL}} {{.Host}} {{.Port}}
-	// {{.LogFile}} {{.PID}} {{.Timeout}} (seconds) {{.Scenario}} {{.APIKey}} {{.Launch}}.
+	// {{.LogFile}} {{.PID}} {{.Timeout}} (seconds) {{.Scenario}} {{.APIKey}} {{.Launch}}
+	// {{.HostProfile}}.
 	// Set Command or Wait, not both.
 	Command   string
 	Claim     ClaimRule
@@ -151,12 +152,15 @@ type TemplateData struct {
 	APIKey string
 	// Launch is the scenario's server as a command line a launch tool starts in its place:
 	// its output is the server's log and it exits with the server's exit code (see
-	// launchCommand).
+	// launchCommand). On virtual time it is a real fakesglang process, the tool's child.
 	Launch string
+	// HostProfile is a file describing the scenario's modelled host (llmwait --host-profile),
+	// "" when the scenario models none or the tool does not launch the server.
+	HostProfile string
 }
 
 // templateFields lists TemplateData's fields, for errors.
-const templateFields = ".URL .Host .Port .LogFile .PID .Timeout .Scenario .APIKey .Launch"
+const templateFields = ".URL .Host .Port .LogFile .PID .Timeout .Scenario .APIKey .Launch .HostProfile"
 
 func (t Tool) render(d TemplateData) (string, error) {
 	tpl, err := template.New(t.Name).Option("missingkey=error").Parse(t.Command)

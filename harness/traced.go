@@ -32,7 +32,7 @@ func (r shellRun) runTraced(ctx context.Context, script string) (Claim, error) {
 	// virtual time.
 	detach := vc.Attach(pipeParticipant{pr})
 	defer detach()
-	tr, err := ptrace.Start(vc, ptrace.Options{Argv: []string{bash, "-c", script}, Env: r.env, Out: pw})
+	tr, err := ptrace.Start(vc, ptrace.Options{Argv: []string{bash, "-c", script}, Env: r.env, Out: pw, Release: r.release})
 	pw.Close()
 	if err != nil {
 		pr.Close()
@@ -60,14 +60,7 @@ func (r shellRun) runTraced(ctx context.Context, script string) (Claim, error) {
 	if ctxErr != nil {
 		return Claim{}, ctxErr
 	}
-	lastLine, lineAt := out.result()
-	if claim.Detail == "" {
-		claim.Detail = lastLine
-	}
-	if stopped {
-		return claim, nil
-	}
-	return r.tool.Claim.judge(claim, lineAt), nil
+	return r.conclude(claim, stopped, out), nil
 }
 
 // pipeParticipant keeps the clock while the tool's output pipe holds unread bytes.

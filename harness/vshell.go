@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -49,8 +50,8 @@ func (v *virtualShell) env() []string { return v.page.Env(v.lib) }
 // the harness has not yet recorded when (done). untraced is closed once a Go or static
 // binary lives in the group: the library cannot reach it, so the run is not on virtual time,
 // and the clock stands still from then on.
-func (v *virtualShell) attach(pgid int, out *os.File) (detach func(), done func(), untraced <-chan struct{}) {
-	p := &shellParticipant{g: v.page.Group(pgid), leader: pgid, out: out, exes: map[int]string{}, untraced: make(chan struct{})}
+func (v *virtualShell) attach(pgid int, out *os.File, release []string) (detach func(), done func(), untraced <-chan struct{}) {
+	p := &shellParticipant{g: v.page.Group(pgid), leader: pgid, out: out, exes: map[int]string{}, untraced: make(chan struct{}), release: release}
 	d := v.clock.Attach(p)
 	return func() { d(); p.g.Close() }, func() { p.recorded.Store(true) }, p.untraced
 }
@@ -67,6 +68,7 @@ type shellParticipant struct {
 	exes     map[int]string // each member's executable when last looked at
 	untraced chan struct{}
 	found    bool
+	release  []string // executables that keep their own time: never a bypass
 }
 
 func (p *shellParticipant) Idle() (bool, time.Time) {
@@ -97,7 +99,7 @@ func (p *shellParticipant) bypassing() bool {
 			continue
 		}
 		p.exes[pid] = exe
-		if classifyCached(exe).Bypasses() {
+		if classifyCached(exe).Bypasses() && !slices.Contains(p.release, exe) {
 			p.found = true
 			close(p.untraced)
 			return true

@@ -86,11 +86,21 @@ func TestLineReader(t *testing.T) {
 	}
 }
 
+// With a poll of an hour every line below comes from an inotify wake-up: a follower at the
+// end of the file sleeps until the writer writes.
 func TestFollowFile(t *testing.T) {
+	for _, poll := range []time.Duration{time.Millisecond, time.Hour} {
+		t.Run(poll.String(), func(t *testing.T) { testFollowFile(t, poll) })
+	}
+}
+
+func testFollowFile(t *testing.T, poll time.Duration) {
 	path := t.TempDir() + "/server.log"
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	lr := NewLineReader(FollowFile(ctx, path, time.Millisecond)) // the file does not exist yet
+	fr := FollowFile(ctx, path, poll) // the file does not exist yet
+	defer fr.Close()
+	lr := NewLineReader(fr)
 	next := func() string {
 		t.Helper()
 		type r struct {

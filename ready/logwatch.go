@@ -7,9 +7,12 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 
 	"github.com/incident-replay/incident-replay/sglang"
 	"github.com/incident-replay/incident-replay/vtime"
@@ -78,8 +81,10 @@ func (lr *LineReader) Next() (string, error) {
 
 // FollowFile returns a reader that follows path like `tail -F`: it starts at offset 0, waits for
 // the file to appear, returns new bytes as they are appended, starts over if the file is
-// truncated, and ends with io.EOF once ctx is done. poll is wall time between checks at EOF.
-// The reader is a Syncer.
+// truncated, and ends with io.EOF once ctx is done. At the end of the file it waits for an
+// inotify event on the file's directory, looking again every poll only where inotify is not
+// to be had (and once a minute regardless): a reader that sleeps until the writer writes
+// costs nothing, and on a virtual clock it is no stream of tiny waits. The reader is a Syncer.
 func FollowFile(ctx context.Context, path string, poll time.Duration) io.ReadCloser {
 	if poll <= 0 {
 		poll = 20 * time.Millisecond
@@ -105,6 +110,8 @@ type follower struct {
 	off  atomic.Int64 // bytes of the current file read so far
 
 	kick    chan struct{} // a Sync is waiting: look again without waiting out the poll
+	watch   *fsnotify.Watcher
+	tried   bool // a watch was attempted (it is nil where inotify failed)
 	mu      sync.Mutex
 	syncSeq uint64 // Syncs requested so far
 	waiters []syncWaiter
@@ -176,14 +183,60 @@ func (f *follower) Read(p []byte) (int, error) {
 			}
 		}
 		f.reachedEnd(seq) // a file that does not exist yet holds nothing either
-		select {
-		case <-f.ctx.Done():
-			f.reachedEnd(^uint64(0))
-			return 0, io.EOF
-		case <-f.kick:
-		case <-time.After(f.poll):
+		var events <-chan fsnotify.Event
+		var errs <-chan error
+		poll := f.poll
+		if w := f.watcher(); w != nil {
+			events, errs, poll = w.Events, w.Errors, max(poll, watchedPoll)
+		}
+		wait := time.NewTimer(poll)
+	waiting:
+		for {
+			select {
+			case <-f.ctx.Done():
+				wait.Stop()
+				f.reachedEnd(^uint64(0))
+				return 0, io.EOF
+			case <-f.kick:
+				break waiting
+			case ev, ok := <-events:
+				if !ok { // closed: poll from here on
+					events, errs = nil, nil
+					break waiting
+				}
+				if filepath.Clean(ev.Name) == filepath.Clean(f.path) {
+					break waiting
+				}
+			case _, ok := <-errs: // an overflowed queue: look again
+				if !ok {
+					events, errs = nil, nil
+				}
+				break waiting
+			case <-wait.C:
+				break waiting
+			}
+		}
+		wait.Stop()
+	}
+}
+
+// watchedPoll is how often a reader with an inotify watch looks regardless.
+const watchedPoll = time.Minute
+
+// watcher watches the file's directory once; nil where inotify cannot (no such directory,
+// no inotify instances left): the reader then polls.
+func (f *follower) watcher() *fsnotify.Watcher {
+	if !f.tried {
+		f.tried = true
+		if w, err := fsnotify.NewWatcher(); err == nil {
+			if err := w.Add(filepath.Dir(f.path)); err == nil {
+				f.watch = w
+			} else {
+				_ = w.Close()
+			}
 		}
 	}
+	return f.watch
 }
 
 // Unread reports whether the file holds bytes the reader has not returned yet (a virtual
@@ -197,6 +250,9 @@ func (f *follower) Unread() bool {
 }
 
 func (f *follower) Close() error {
+	if f.watch != nil {
+		_ = f.watch.Close()
+	}
 	if f.f != nil {
 		return f.f.Close()
 	}

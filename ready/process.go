@@ -61,9 +61,13 @@ type Launched struct {
 	once    sync.Once
 }
 
-// treeScan is how often a launch's processes are listed, so that a descendant is known
-// before its parent exits (wall time: real processes).
-const treeScan = 50 * time.Millisecond
+// treeScan is how often a launch's processes are listed while they change, so that a
+// descendant is known before its parent exits (wall time: real processes); treeScanMax
+// while they do not.
+const (
+	treeScan    = 50 * time.Millisecond
+	treeScanMax = 2 * time.Second
+)
 
 // Launch starts the server in its own session (and process group) with stdout and stderr
 // going to LogFile, and follows every process it starts until Terminate.
@@ -98,14 +102,22 @@ func Launch(opts LaunchOptions) (*Launched, error) {
 	l.tree = newTree("/proc", cmd.Process.Pid)
 	l.tree.scan()
 	go func() {
-		t := time.NewTicker(treeScan)
+		// A server starts its processes early and keeps them: scan often while the tree
+		// changes and back off while it stays as it is.
+		d := treeScan
+		t := time.NewTimer(d)
 		defer t.Stop()
 		for {
 			select {
 			case <-l.stop:
 				return
 			case <-t.C:
-				l.tree.scan()
+				if l.tree.scan() {
+					d = treeScan
+				} else {
+					d = min(2*d, treeScanMax)
+				}
+				t.Reset(d)
 			}
 		}
 	}()

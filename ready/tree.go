@@ -31,11 +31,11 @@ func liveStat(procRoot string, pid int) (proc.Stat, bool) {
 	return st, err == nil && st.Alive()
 }
 
-// scan adds the processes that now belong to the launch.
-func (t *tree) scan() {
+// scan adds the processes that now belong to the launch and reports whether it found any.
+func (t *tree) scan() (found bool) {
 	pids, err := proc.PIDs(t.procRoot)
 	if err != nil {
-		return
+		return false
 	}
 	var all []proc.Stat
 	for _, pid := range pids {
@@ -54,10 +54,11 @@ func (t *tree) scan() {
 			_, parentKnown := t.known[st.PPID]
 			if st.PID == t.leader || st.Session == t.leader || st.PGRP == t.leader || parentKnown {
 				t.known[st.PID] = st.StartTime
-				added = true
+				added, found = true, true
 			}
 		}
 	}
+	return found
 }
 
 // signal sends sig to every known process still running under its recorded start time,

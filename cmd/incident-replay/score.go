@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,7 +25,8 @@ import (
 func init() { register(newScoreCmd) }
 
 type scoreOptions struct {
-	scenarios []string
+	scenarios  []string
+	cpuProfile string
 	tools     []string
 	userTools []string
 	toolsFile string
@@ -95,6 +97,17 @@ Exit status: 0 when every must-pass tool (llmwait) reached each scenario's expec
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if o.cpuProfile != "" {
+				f, err := os.Create(o.cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			return runScore(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
 		},
 	}
@@ -105,6 +118,8 @@ Exit status: 0 when every must-pass tool (llmwait) reached each scenario's expec
 	f.StringVar(&o.toolsFile, "tools-file", "", "add the tools of a tools.yaml file")
 	f.Float64Var(&o.speed, "speed", 60, "time compression S: scenario seconds per wall second; 0 = event-driven virtual time")
 	f.BoolVar(&o.container, "container", false, "run each fake server in a container instead of in-process")
+	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write this process's CPU profile to FILE (go tool pprof), for the benchmarks")
+	_ = f.MarkHidden("cpuprofile")
 	f.StringVar(&o.image, "image", "", "fakesglang image for --container (default: build it from the source tree)")
 	f.IntVar(&o.parallel, "parallel", 0, "shell-tool pairs in flight (default 16 per core; Go-tool pairs all run at once)")
 	f.StringVar(&o.markdown, "markdown", "", "also write the scorecard as Markdown to this file")

@@ -34,6 +34,9 @@ type Options struct {
 	Dir  string
 	// Out receives the tracee's stdout and stderr; nil: /dev/null.
 	Out *os.File
+	// Release names executables whose processes leave the trace when they exec one: they
+	// keep time by other means (a fake server that follows the clock over its socket).
+	Release []string
 }
 
 // ErrUnsupported is returned by Start where the tracer is not built (it needs linux/amd64).

@@ -4,6 +4,7 @@ package ptrace
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -215,5 +216,82 @@ func TestTreeOfProcesses(t *testing.T) {
 	}
 	if wall > 10*time.Second { // measured 0.4 s
 		t.Errorf("13 minutes of sleeps took %v of wall time", wall)
+	}
+}
+
+// A member that moves to a session of its own (as a launcher's server does) is still traced:
+// its sleeps are virtual, and the tree ends when it does.
+func TestMemberInItsOwnSession(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash not installed")
+	}
+	setsid, err := exec.LookPath("setsid")
+	if err != nil {
+		t.Skip("setsid not installed")
+	}
+	bin := build(t, "sleeper")
+	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	lines, code, wall := run(t, epoch, bash, "-c", setsid+" --wait "+bin+" 1 300s")
+	t.Logf("wall %v: %q", wall, lines)
+	if code != 0 || len(lines) != 2 {
+		t.Fatalf("exit %d, output %q", code, lines)
+	}
+	if got := parseInt(strings.Fields(lines[1])[1]) - epoch.Unix(); got < 300 || got > 301 {
+		t.Errorf("woke %d s after the epoch, want 300", got)
+	}
+	if wall > 10*time.Second {
+		t.Errorf("a 300 s sleep in its own session took %v of wall time", wall)
+	}
+}
+
+// A process that execs one of Options.Release leaves the trace at its exec; the rest of the
+// tree stays traced.
+func TestRelease(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("sh not installed")
+	}
+	grep, err := exec.LookPath("grep")
+	if err != nil {
+		t.Skip("grep not installed")
+	}
+	dir := t.TempDir()
+	released, kept := filepath.Join(dir, "released"), filepath.Join(dir, "kept")
+	b, err := os.ReadFile(grep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{released, kept} {
+		if err := os.WriteFile(p, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := vtime.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), vtime.Options{})
+	defer c.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	script := kept + " TracerPid /proc/self/status; " + released + " TracerPid /proc/self/status"
+	tr, err := Start(c, Options{Argv: []string{sh, "-c", script}, Env: os.Environ(), Out: pw, Release: []string{released}})
+	pw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	out, _ := io.ReadAll(pr)
+	<-tr.Done()
+	tr.Recorded()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("output %q", out)
+	}
+	if f := strings.Fields(lines[0]); len(f) != 2 || f[1] == "0" {
+		t.Errorf("the kept program reports %q: it should be traced", lines[0])
+	}
+	if f := strings.Fields(lines[1]); len(f) != 2 || f[1] != "0" {
+		t.Errorf("the released program reports %q: it should be untraced", lines[1])
 	}
 }

@@ -5,6 +5,7 @@ package ptrace
 import (
 	"encoding/binary"
 	"syscall"
+	"time"
 )
 
 // clockKind is how a clock id maps onto virtual time.
@@ -58,6 +59,13 @@ const (
 	sysClockGettime = 228
 )
 
+// runtimeSpin is the longest nanosleep(2) of the Go runtime's own: sysmon sleeps 20 µs to
+// 10 ms between its checks, and lock back-off sleeps microseconds. Go's time.Sleep and timers
+// wait in futex or epoll, never in nanosleep, so in a Go binary such a sleep is no wait of the
+// program's: it runs in real time and does not move the clock (a clock moved by each of
+// sysmon's naps would jump dozens of times per second of an idle tool).
+const runtimeSpin = 10 * time.Millisecond
+
 // syscallStop handles a syscall-enter or syscall-exit stop; t.mu is held.
 func (t *Tracee) syscallStop(th *thread) {
 	var regs syscall.PtraceRegs
@@ -92,7 +100,7 @@ func (t *Tracee) enter(th *thread, r *syscall.PtraceRegs) {
 	case syscall.SYS_GETTIMEOFDAY, syscall.SYS_TIME:
 		th.fix = clockReal
 	case syscall.SYS_NANOSLEEP:
-		if d, ok := t.timespec(th.tid, r.Rdi); ok && d > 0 {
+		if d, ok := t.timespec(th.tid, r.Rdi); ok && d > 0 && !(th.goRuntime && d <= int64(runtimeSpin)) {
 			t.block(th, r, deadline(d), 0)
 		}
 	case syscall.SYS_CLOCK_NANOSLEEP:

@@ -3,10 +3,14 @@
 package ptrace
 
 import (
+	"debug/buildinfo"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -24,6 +28,7 @@ type Tracee struct {
 	monoOff int64 // virtual CLOCK_MONOTONIC = virtual wall + monoOff (ns)
 	taiOff  int64
 	detach  func()
+	release []string // Options.Release, resolved
 
 	mu       sync.Mutex
 	pub      int64 // the virtual wall time (ns) the tracee sees: the clock's, as of its last advance
@@ -44,6 +49,9 @@ type thread struct {
 	tid     int
 	fresh   bool // created and not yet past its first SIGSTOP
 	in      bool // between its syscall-enter and syscall-exit stops
+	// goRuntime: the thread runs a Go binary, whose nanosleep(2) calls are the runtime's own
+	// spinning (sysmon, lock back-off), never the program's waits (see runtimeSpin).
+	goRuntime bool
 	nr      uint64
 	fix     clockKind // at the exit: write the virtual time
 	w       *wait     // the current call's registered wait
@@ -70,6 +78,12 @@ func Start(c *vtime.Clock, o Options) (*Tracee, error) {
 	now := c.Now().UnixNano()
 	t := &Tracee{pub: now, threads: map[int]*thread{}, waits: map[int]*wait{}, kicks: map[int]int{},
 		done: make(chan struct{}), loopDone: make(chan struct{})}
+	for _, p := range o.Release {
+		if r, err := filepath.EvalSymlinks(p); err == nil && filepath.IsAbs(r) {
+			p = r
+		}
+		t.release = append(t.release, p)
+	}
 	t.monoOff = realClock(1) - now
 	t.taiOff = realClock(clockTAI) - realClock(0)
 	t.detach = c.Attach(t)
@@ -182,7 +196,9 @@ func (t *Tracee) trace(o Options, ready chan<- error) {
 	ready <- nil
 	_ = syscall.PtraceSyscall(pid, 0)
 	for {
-		tid, err := wait4(-pid, &ws)
+		// -1, not -pid: a member that moves to its own session or group (a launcher's
+		// server) is still a tracee, and WNOTHREAD limits the wait to this thread's tracees.
+		tid, err := wait4(-1, &ws)
 		if err != nil {
 			break // ECHILD: every member is gone
 		}
@@ -237,7 +253,9 @@ func (t *Tracee) handle(tid int, ws syscall.WaitStatus) {
 	case sig == syscallStop:
 		t.syscallStop(th)
 	case sig == syscall.SIGTRAP && ws.TrapCause() > 0:
-		t.event(th, ws.TrapCause())
+		if t.event(th, ws.TrapCause()) {
+			return // released: no longer ours to resume
+		}
 	case sig == syscall.SIGSTOP && th.fresh:
 		th.fresh = false
 	case sig == syscall.SIGURG && t.kicks[tid] > 0:
@@ -249,16 +267,20 @@ func (t *Tracee) handle(tid int, ws syscall.WaitStatus) {
 	_ = syscall.PtraceSyscall(tid, 0)
 }
 
-func (t *Tracee) event(th *thread, cause int) {
+// event handles a ptrace event stop; it reports whether the thread was released from the
+// trace (it runs on, detached).
+func (t *Tracee) event(th *thread, cause int) bool {
 	msg, err := syscall.PtraceGetEventMsg(th.tid)
 	if err != nil {
-		return
+		return false
 	}
 	switch cause {
 	case syscall.PTRACE_EVENT_CLONE, syscall.PTRACE_EVENT_FORK, syscall.PTRACE_EVENT_VFORK:
-		if n := int(msg); t.threads[n] == nil {
+		n := int(msg)
+		if t.threads[n] == nil {
 			t.threads[n] = &thread{tid: n, fresh: true}
 		}
+		t.threads[n].goRuntime = th.goRuntime // the same program until it execs
 	case syscall.PTRACE_EVENT_EXEC:
 		// A thread other than the leader that execs takes the leader's id; the others are gone.
 		if former := int(msg); former != th.tid {
@@ -271,8 +293,48 @@ func (t *Tracee) event(th *thread, cause int) {
 			}
 		}
 		th.restart.nr = 0
+		if t.released(th.tid) {
+			delete(t.threads, th.tid)
+			t.forget(th.tid)
+			_ = syscall.PtraceDetach(th.tid)
+			return true
+		}
+		th.goRuntime = isGo(th.tid)
 		_ = stripVDSO(th.tid)
 	}
+	return false
+}
+
+var (
+	goExesMu sync.Mutex
+	goExes   = map[string]bool{}
+)
+
+// isGo reports whether the process runs a Go binary (it has a Go build-info note), once per
+// executable path.
+func isGo(pid int) bool {
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil {
+		return false
+	}
+	goExesMu.Lock()
+	defer goExesMu.Unlock()
+	is, ok := goExes[exe]
+	if !ok {
+		_, err := buildinfo.ReadFile(exe)
+		is = err == nil
+		goExes[exe] = is
+	}
+	return is
+}
+
+// released reports whether the process that has just exec'd runs one of Options.Release.
+func (t *Tracee) released(pid int) bool {
+	if len(t.release) == 0 {
+		return false
+	}
+	exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	return err == nil && slices.Contains(t.release, exe)
 }
 
 // gone forgets a thread that exited.
