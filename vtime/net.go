@@ -193,19 +193,33 @@ func (k *serverConn) Close() error {
 // DialContext wraps a client's dial function so that a server on the clock can find the task
 // at the other end of a connection (Started, Answered). Without a task of a virtual clock in
 // the context it dials plainly.
+//
+// The dial itself holds the clock: refused or connected, its outcome comes in real time, and a
+// refusal reaches the task through net/http's own goroutines, so the hold is kept until the
+// task is busy again. A connection to a listener that is not on the clock (a stale server from
+// an earlier run) holds the clock while bytes wait in it unread, and from each read that
+// returns some until the task is busy again: its answers come in real time too.
 func DialContext(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		nc, err := dial(ctx, network, addr)
 		t := TaskFrom(ctx)
-		if err != nil || t == nil || t.c == nil {
-			return nc, err
+		if t == nil || t.c == nil {
+			return dial(ctx, network, addr)
 		}
 		c := t.c
+		release := c.Hold()
+		defer release()
+		nc, err := dial(ctx, network, addr)
+		if err != nil {
+			t.holdUntilBusy()
+			return nc, err
+		}
 		c.mu.Lock()
 		onClock := c.listeners[nc.RemoteAddr().String()]
 		c.mu.Unlock()
 		if !onClock {
-			return nc, nil
+			o := &offClockConn{Conn: nc, t: t}
+			o.detach = c.Attach(o)
+			return o, nil
 		}
 		k := &clientConn{Conn: nc, t: t, local: nc.LocalAddr().String()}
 		c.mu.Lock()
@@ -213,6 +227,30 @@ func DialContext(dial func(ctx context.Context, network, addr string) (net.Conn,
 		c.mu.Unlock()
 		return k, nil
 	}
+}
+
+// offClockConn is a task's connection to a listener the clock does not know.
+type offClockConn struct {
+	net.Conn
+	t      *Task
+	once   sync.Once
+	detach func()
+}
+
+func (o *offClockConn) Read(p []byte) (int, error) {
+	n, err := o.Conn.Read(p)
+	if n > 0 || err != nil {
+		o.t.holdUntilBusy() // what was read is on its way to the task
+	}
+	return n, err
+}
+
+// Idle implements Participant: busy while an answer waits unread.
+func (o *offClockConn) Idle() (bool, time.Time) { return unread(o.Conn) == 0, time.Time{} }
+
+func (o *offClockConn) Close() error {
+	o.once.Do(o.detach)
+	return o.Conn.Close()
 }
 
 type clientConn struct {
