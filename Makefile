@@ -10,7 +10,7 @@ export TESTCONTAINERS_HOST_OVERRIDE := 127.0.0.1
 GO        ?= go
 BIN       := $(CURDIR)/bin
 REPORTS   := $(CURDIR)/reports
-SPEED     ?= 60
+SPEED     ?= 0
 FUZZTIME  ?= 2m
 UNIT_PKGS  = $(shell $(GO) list ./... | grep -v /e2e)
 

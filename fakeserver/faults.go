@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/incident-replay/incident-replay/fault"
+	"github.com/incident-replay/incident-replay/vtime"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/sglang"
 )
@@ -136,16 +137,29 @@ func (s *Server) startHolder(f *fault.Live, h fault.PortHolder) error {
 	if err != nil {
 		return err
 	}
+	// The holder is a process of its own on a real host, answering at once; here it is on the
+	// run's clock like the server, so no jump falls between a request to it and its answer.
+	vc, onClock := s.clock.(*vtime.Clock)
+	if onClock {
+		ln = vtime.Listen(ln, vc)
+	}
 	s.holderLn = ln
 	if status := h.HolderStatus(f.Spec); status != 0 {
 		kind := string(f.Kind)
 		s.holder = &http.Server{ReadHeaderTimeout: ReadHeaderTimeout, MaxHeaderBytes: MaxHeaderBytes,
 			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				task := vtime.NewTask(s.clock)
+				defer task.End()
+				vtime.Started(r.Context())
+				defer vtime.Answered(r.Context())
 				s.journal.add(Record{At: s.offsetNow(), Type: RecRequest, Method: r.Method, Route: r.URL.Path,
 					Status: status, Client: r.RemoteAddr, Fault: kind})
 				w.Header().Set("Content-Length", "0")
 				w.WriteHeader(status)
 			})}
+		if onClock {
+			vtime.Serve(s.holder)
+		}
 		go func() { _ = s.holder.Serve(ln) }()
 		return nil
 	}

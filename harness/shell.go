@@ -307,15 +307,21 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 		detach, done, untraced := vs.attach(g.pgid, pr, r.release)
 		defer detach()
 		g.recorded, g.untraced = done, untraced
-		g.wallCap = time.After(virtualWallLimit)
+		cctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		g.wallCap = stallCap(cctx, r.clock, virtualWallLimit)
 	}
 	if r.started != nil {
 		r.started()
 	}
-	// Shell tools are niced: their process start-ups are what saturates the cores, and the
-	// fake servers and Go tools in this process must keep their timing (a late answer from
-	// the server would change every tool's verdict). Children inherit the niceness.
-	_ = syscall.Setpriority(syscall.PRIO_PGRP, g.pgid, shellNice)
+	// On a compressed wall clock shell tools are niced: their process start-ups are what
+	// saturates the cores, and the fake servers and Go tools in this process must keep their
+	// timing (a late answer from the server would change every tool's verdict). Children
+	// inherit the niceness. On virtual time a late answer changes nothing, and a niced tool
+	// (or the server a launch tool starts) would only hold every clock step up.
+	if vs == nil {
+		_ = syscall.Setpriority(syscall.PRIO_PGRP, g.pgid, shellNice)
+	}
 
 	out := r.scanOutput(pr)
 	g.exited = make(chan struct{})
@@ -468,7 +474,7 @@ func (r shellRun) await(ctx context.Context, g toolGroup, limit clockwork.Timer)
 			g.recorded()
 			claim.ExitCode = code
 			return claim, false, nil
-		case <-g.wallCap: // busy without ever waiting: virtual time cannot reach the limit
+		case <-g.wallCap: // the clock stood still: busy without ever waiting, the limit cannot fall due
 			return stopHung(), true, nil
 		case <-g.untraced:
 			g.kill()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"syscall"
 	"time"
 
 	"github.com/incident-replay/incident-replay/vtime"
@@ -39,8 +38,10 @@ func (r shellRun) runTraced(ctx context.Context, script string) (Claim, error) {
 		return Claim{}, fmt.Errorf("tool %s: %w", r.tool.Name, err)
 	}
 	defer tr.Close()
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	g := toolGroup{pgid: tr.Pid(), exited: make(chan struct{}), exitCode: tr.ExitCode, recorded: tr.Recorded,
-		wallCap: time.After(virtualWallLimit), requests: r.requests(ctx)}
+		wallCap: stallCap(cctx, vc, virtualWallLimit), requests: r.requests(ctx)}
 	untrack := r.rundir.trackGroup(g.pgid)
 	go func() {
 		<-tr.Done()
@@ -49,7 +50,6 @@ func (r shellRun) runTraced(ctx context.Context, script string) (Claim, error) {
 	if r.started != nil {
 		r.started()
 	}
-	_ = syscall.Setpriority(syscall.PRIO_PGRP, g.pgid, shellNice)
 	out := r.scanOutput(pr)
 	limit := r.clock.NewTimer(r.limit)
 	defer limit.Stop()

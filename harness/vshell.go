@@ -72,14 +72,19 @@ type shellParticipant struct {
 }
 
 func (p *shellParticipant) Idle() (bool, time.Time) {
-	if !p.recorded.Load() && !alive(p.leader) {
-		return false, time.Time{} // its exit is work the harness has not seen yet
-	}
 	if vtime.Unread(p.out) > 0 {
 		return false, time.Time{}
 	}
 	idle, next := p.g.Idle()
-	if !idle || p.bypassing() {
+	if !idle {
+		return false, time.Time{}
+	}
+	// An idle answer has just read every member: the live ones are Members.
+	members := p.g.Members()
+	if !p.recorded.Load() && !slices.Contains(members, p.leader) {
+		return false, time.Time{} // its exit is work the harness has not seen yet
+	}
+	if p.bypassing(members) {
 		return false, time.Time{}
 	}
 	return true, next
@@ -87,13 +92,13 @@ func (p *shellParticipant) Idle() (bool, time.Time) {
 
 // bypassing reports whether a member is a Go or static binary, which sleeps in real time
 // while the group looks idle; the first time, it closes untraced.
-func (p *shellParticipant) bypassing() bool {
+func (p *shellParticipant) bypassing(members []int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.found {
 		return true
 	}
-	for _, pid := range p.g.Members() {
+	for _, pid := range members {
 		exe, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
 		if err != nil || p.exes[pid] == exe {
 			continue
@@ -137,5 +142,31 @@ func alive(pid int) bool {
 }
 
 // virtualWallLimit bounds a shell tool on virtual time in wall time: a tool that busy-loops
-// without ever waiting holds the clock, so its harness limit would never fall due.
+// without ever waiting holds the clock where it is, so its harness limit would never fall due.
+// Only a clock that stands still that long counts: a run that moves on, however slowly on a
+// loaded machine, is never cut.
 const virtualWallLimit = 3 * time.Minute
+
+// stallCap delivers once clock has not moved for d of wall time, until ctx ends.
+func stallCap(ctx context.Context, clock replay.Clock, d time.Duration) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	go func() {
+		last, since := clock.Now(), time.Now()
+		tick := time.NewTicker(min(d, time.Second))
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-tick.C:
+				if n := clock.Now(); !n.Equal(last) {
+					last, since = n, now
+				} else if now.Sub(since) >= d {
+					ch <- now
+					return
+				}
+			}
+		}
+	}()
+	return ch
+}

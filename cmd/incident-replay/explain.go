@@ -47,7 +47,7 @@ could not run.`,
 	f := cmd.Flags()
 	f.StringArrayVar(&o.score.userTools, "tool", nil, "add a tool: 'name=bash command template' or 'name=..;budget=..;command=..' (repeatable)")
 	f.StringVar(&o.score.toolsFile, "tools-file", "", "add the tools of a tools.yaml file")
-	f.Float64Var(&o.score.speed, "speed", 60, "time compression S: scenario seconds per wall second; 0 = event-driven virtual time")
+	f.Float64Var(&o.score.speed, "speed", 0, "0: event-driven virtual time (a verdict depends on the scenario, seed and tool only); S > 0: wall time compressed S times (faketime for shell tools; load-sensitive)")
 	f.BoolVar(&o.score.container, "container", false, "run the fake server in a container instead of in-process")
 	f.StringVar(&o.score.image, "image", "", "fakesglang image for --container (default: build it from the source tree)")
 	f.Int64Var(&o.score.seed, "seed", 1, "seed for compiling the scenario")

@@ -49,7 +49,7 @@ tool made, the ground-truth markers (bound, ready, dead) and the tool's claim, i
 	f.StringVar(&o.tool, "tool", "", "tool name (built-in, or from --tools-file)")
 	f.StringVar(&o.toolsFile, "tools-file", "", "also look tools up in this tools.yaml")
 	f.StringVar(&o.svg, "svg", "", "write the run's timeline picture to this file (- for stdout)")
-	f.Float64Var(&o.speed, "speed", 60, "time compression S: scenario seconds per wall second")
+	f.Float64Var(&o.speed, "speed", 0, "0: event-driven virtual time; S > 0: wall time compressed S times")
 	f.Int64Var(&o.seed, "seed", 1, "seed for compiling the scenario")
 	for _, name := range []string{"scenario", "tool", "svg"} {
 		_ = cmd.MarkFlagRequired(name)

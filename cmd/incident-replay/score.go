@@ -52,30 +52,31 @@ func newScoreCmd() *cobra.Command {
 		Use:   "score",
 		Short: "Run readiness tools against scenarios and print the scorecard",
 		Long: `score runs every selected tool against every selected scenario (default: the embedded
-catalogue and the built-in tools), in parallel, on a clock compressed --speed times, and scores
-each tool's claim against the fake server's ground truth.
+catalogue and the built-in tools), in parallel, and scores each tool's claim against the fake
+server's ground truth.
 
 Tools: built-ins (see the scorecard's tool list), tools from --tools-file (tools.yaml), and
 --tool 'name=command' (exit 0 claims ready) or --tool with the keys of tools.yaml separated
 by ';' ('name=mine;budget=20m;interval=5s;claim=line:^UP;scaled=false;command=...'). A
 command is a bash template with {{.URL}} {{.Host}} {{.Port}} {{.LogFile}} {{.PID}}
-{{.Timeout}} {{.Scenario}} {{.APIKey}} and {{.Launch}} (the scenario's server as a command a
-launch tool starts: its output is the server's log, its exit status the server's). Shell
-tools get the scenario's environment (its proxy variables too) and run under faketime at
---speed.
+{{.Timeout}} {{.Scenario}} {{.APIKey}}, {{.Launch}} (the scenario's server as a command a
+launch tool starts: on virtual time a real fakesglang process, the tool's child) and
+{{.HostProfile}} (the scenario's host, as llmwait --host-profile reads it). Shell tools get
+the scenario's environment (its proxy variables too).
 
---speed 0 runs on event-driven virtual time instead: the clock stands still while the server
-or the tool works and jumps to the next due instant when both are idle. Go tools take the
-clock; shell tools load an LD_PRELOAD library (built with the system C compiler on first use)
-that serves their time and sleeps from a page that follows it. A pair's verdict then depends
-on the scenario, the seed and the tool alone. A tool whose command starts a Go or static
-binary (LD_PRELOAD and faketime cannot reach those) is traced onto virtual time with ptrace
-at any --speed; the scorecard says which mode each pair ran in. With --container the
-server's clock in the container follows the run's over a socket in the run directory, and
-the container shares the host network (listening on 127.0.0.1). On the default matrix every
-verdict is the same idle and under load, and claim times
-agree within 1 s except the python3 waiter's (by up to 15 s); until those gaps close, 60
-stays the default.
+By default (--speed 0) every pair runs on event-driven virtual time: the clock stands still
+while the server or the tool works and jumps to the next due instant when both are idle. Go
+tools take the clock; shell tools load an LD_PRELOAD library (built with the system C
+compiler on first use) that serves their time and sleeps from a page that follows it; a tool
+whose command starts a Go or static binary (LD_PRELOAD cannot reach those) is traced onto
+the clock with ptrace. A pair's verdict then depends on the scenario, the seed and the tool
+alone, not on the machine's load. With --container the server's clock in the container
+follows the run's over a socket in the run directory, and the container shares the host
+network (listening on 127.0.0.1). The scorecard says which mode each pair ran in.
+
+--speed S > 0 runs on wall time compressed S times instead (shell tools under faketime, Go
+tools on a scaled clock): every scheduling delay d of the machine becomes S x d of scenario
+time, so a loaded machine changes claim times and some verdicts.
 
 --shard i/n runs slice i of n of the matrix (pair k, in scenario x tool order, goes to
 shard k mod n + 1, whatever the timing) and needs --results FILE; 'incident-replay merge'
@@ -116,7 +117,7 @@ Exit status: 0 when every must-pass tool (llmwait) reached each scenario's expec
 	f.StringSliceVar(&o.tools, "tool-name", nil, "run only these tools (by name; default the core set plus your own)")
 	f.StringArrayVar(&o.userTools, "tool", nil, "add a tool: 'name=bash command template' or 'name=..;budget=..;interval=..;claim=..;command=..' (repeatable)")
 	f.StringVar(&o.toolsFile, "tools-file", "", "add the tools of a tools.yaml file")
-	f.Float64Var(&o.speed, "speed", 60, "time compression S: scenario seconds per wall second; 0 = event-driven virtual time")
+	f.Float64Var(&o.speed, "speed", 0, "0: event-driven virtual time (a verdict depends on the scenario, seed and tool only); S > 0: wall time compressed S times (faketime for shell tools; load-sensitive)")
 	f.BoolVar(&o.container, "container", false, "run each fake server in a container instead of in-process")
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write this process's CPU profile to FILE (go tool pprof), for the benchmarks")
 	_ = f.MarkHidden("cpuprofile")

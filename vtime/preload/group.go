@@ -113,6 +113,21 @@ func (g *Group) Idle() (idle bool, next time.Time) {
 		}
 		earliest = min(earliest, d)
 	}
+	// A process's alarm lives in its process entry, not in a thread's slot: an exec kills the
+	// thread that waits for it, and the new image re-arms it from the entry.
+	for i := range nProcs {
+		off := procAt(i)
+		pid := int(atomic.LoadInt32(g.p.i32(off + procPid)))
+		if pid == 0 || g.members[pid] == nil {
+			continue
+		}
+		if d := atomic.LoadInt64(g.p.i64(off + procAlarm)); d != 0 {
+			if d <= now {
+				return false, time.Time{} // due: SIGALRM is on its way
+			}
+			earliest = min(earliest, d)
+		}
+	}
 	if foreign && time.Since(g.reclaim) > reclaimEvery {
 		g.reclaimSlots()
 	}

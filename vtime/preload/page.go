@@ -60,6 +60,7 @@ const (
 	procFlags = 4
 	procDev   = 8
 	procIno   = 16
+	procAlarm = 24 // ITIMER_REAL's due instant, kept across exec: virtual Unix ns, 0 = off
 
 	// In a slot.
 	slotTid      = 0

@@ -45,6 +45,17 @@ func (t *Tracee) Idle() (bool, time.Time) {
 	first := make([]threadState, len(tids))
 	for i, tid := range tids {
 		s, ok := readThread(tid)
+		if !ok && !exists(tid) {
+			// Gone without a report to the tracer (a thread of a process that left the
+			// trace): nothing of it can run.
+			t.mu.Lock()
+			if th := t.threads[tid]; th != nil && th.fresh {
+				delete(t.threads, tid)
+				t.forget(tid)
+			}
+			t.mu.Unlock()
+			return false, time.Time{} // ask again without it
+		}
 		if !ok || s.state != 'S' {
 			return false, time.Time{}
 		}
@@ -68,6 +79,12 @@ func (t *Tracee) Idle() (bool, time.Time) {
 		return true, time.Time{}
 	}
 	return true, time.Unix(0, next)
+}
+
+// exists reports whether thread tid is still there (a zombie included).
+func exists(tid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(tid))
+	return err == nil
 }
 
 type threadState struct {

@@ -29,6 +29,7 @@ type Tracee struct {
 	taiOff  int64
 	detach  func()
 	release []string // Options.Release, resolved
+	left    map[int]bool // processes released from the trace
 
 	mu       sync.Mutex
 	pub      int64 // the virtual wall time (ns) the tracee sees: the clock's, as of its last advance
@@ -76,7 +77,7 @@ func Start(c *vtime.Clock, o Options) (*Tracee, error) {
 		return nil, errors.New("vtime/ptrace: no command to trace")
 	}
 	now := c.Now().UnixNano()
-	t := &Tracee{pub: now, threads: map[int]*thread{}, waits: map[int]*wait{}, kicks: map[int]int{},
+	t := &Tracee{pub: now, threads: map[int]*thread{}, waits: map[int]*wait{}, kicks: map[int]int{}, left: map[int]bool{},
 		done: make(chan struct{}), loopDone: make(chan struct{})}
 	for _, p := range o.Release {
 		if r, err := filepath.EvalSymlinks(p); err == nil && filepath.IsAbs(r) {
@@ -277,6 +278,9 @@ func (t *Tracee) event(th *thread, cause int) bool {
 	switch cause {
 	case syscall.PTRACE_EVENT_CLONE, syscall.PTRACE_EVENT_FORK, syscall.PTRACE_EVENT_VFORK:
 		n := int(msg)
+		if t.left[n] {
+			break // it ran, exec'd a released program and left before this report came
+		}
 		if t.threads[n] == nil {
 			t.threads[n] = &thread{tid: n, fresh: true}
 		}
@@ -294,6 +298,7 @@ func (t *Tracee) event(th *thread, cause int) bool {
 		}
 		th.restart.nr = 0
 		if t.released(th.tid) {
+			t.left[th.tid] = true
 			delete(t.threads, th.tid)
 			t.forget(th.tid)
 			_ = syscall.PtraceDetach(th.tid)
