@@ -24,9 +24,9 @@ var matrixTools = []string{
 
 type pairKey struct{ scenario, tool string }
 
-// matrixEntries is one entry per (scenario, tool) pair: the pinned verdict, or "" where
-// harness/expect.yaml pins none and only a clean run is asserted. On virtual time a container
-// run must reach the verdict an in-process run does.
+// matrixEntries is one entry per (scenario, tool) pair and its pinned verdict: every cell is
+// pinned (harness/expect.yaml, from scripts/pin-matrix.sh), since on virtual time a verdict
+// depends on the scenario, the seed and the tool alone. A container run must reach the same.
 func matrixEntries(all []*scenarios.Scenario) []TableEntry {
 	pins, err := harness.BuiltinExpectations()
 	if err != nil {
@@ -40,7 +40,10 @@ func matrixEntries(all []*scenarios.Scenario) []TableEntry {
 			case tool == "llmwait":
 				want = s.Expect.Verdict
 			default:
-				want, _ = pins.Lookup(s.Name, tool)
+				var ok bool
+				if want, ok = pins.Lookup(s.Name, tool); !ok {
+					panic(fmt.Sprintf("harness/expect.yaml pins no verdict for %s x %s: run scripts/pin-matrix.sh and review the diff", s.Name, tool))
+				}
 			}
 			entries = append(entries, Entry(fmt.Sprintf("%s x %s", s.Name, tool), s.Name, tool, want))
 		}
