@@ -212,23 +212,35 @@ func (res *Result) Score(c Case, t Tool, claim Claim, journal []fakeserver.Recor
 	res.Claim = claim
 	res.Journal = journal
 	res.Start = c.Timeline.Start
-	res.Truth, res.Predicted = complete(countFaults(fakeserver.GroundTruth(scenarioPart(journal)), c), c.Predicted, claim.At.Sub(res.Start))
+	part, end := scenarioPart(journal, claim.At.Sub(res.Start), c.tolerance())
+	res.Truth, res.Predicted = complete(countFaults(fakeserver.GroundTruth(part), c), c.Predicted, end)
 	res.Requests, res.HealthLatency = requestStats(journal)
 	pol := PolicyFor(t.Interval, max(c.HealthLatency(), res.HealthLatency), res.Speed, overhead)
 	pol.FatalLine = fatalLine(journal)
 	res.Verdict, res.Reason = Classify(res.Truth, res.Start, claim, pol)
 }
 
-// scenarioPart is the journal up to the first SIGTERM: no scenario sends one, so it comes
-// from a launch tool stopping the server it started (once it has given up), and what follows
-// is that tool's doing, not the scenario's fate.
-func scenarioPart(journal []fakeserver.Record) []fakeserver.Record {
+// scenarioPart is the journal up to the first SIGTERM, and the offset up to which it is the
+// scenario's own record: the claim's, or, when a SIGTERM came first, that instant less the
+// scenario's tolerance. No scenario sends a SIGTERM: it comes from a launch tool stopping the
+// server it started (llmwait after a fatal line, a launcher that gives up), and what follows
+// is that tool's doing. What the scenario would have done after it, a death it stated within
+// its tolerance of the SIGTERM included, comes from its prediction.
+func scenarioPart(journal []fakeserver.Record, claimed, tolerance time.Duration) ([]fakeserver.Record, time.Duration) {
 	for i, r := range journal {
 		if r.Type == fakeserver.RecState && r.State == fakeserver.StateSigterm {
-			return journal[:i]
+			return journal[:i], min(claimed, r.At-tolerance)
 		}
 	}
-	return journal
+	return journal, claimed
+}
+
+// tolerance is the scenario's stated tolerance on its event times (3 s when it states none).
+func (c Case) tolerance() time.Duration {
+	if c.Scenario != nil && c.Scenario.Expect.Tolerance > 0 {
+		return c.Scenario.Expect.Tolerance.D()
+	}
+	return 3 * time.Second
 }
 
 // catcher is a Target whose server can run, on demand, what its timeline scheduled up to an

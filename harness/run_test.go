@@ -220,3 +220,29 @@ func TestToolLeavingAChildReturnsUnderFaketime(t *testing.T) {
 		}
 	}
 }
+
+// A SIGTERM in the journal is a launch tool stopping its server: the journal is the
+// scenario's own up to it, and up to its instant less the tolerance (a death the scenario
+// states just after comes from its prediction).
+func TestScenarioPartEndsAtSigterm(t *testing.T) {
+	state := func(at time.Duration, st string) fakeserver.Record {
+		return fakeserver.Record{At: at, Type: fakeserver.RecState, State: st}
+	}
+	j := []fakeserver.Record{state(5*time.Second, fakeserver.StateBound), state(11*time.Second, fakeserver.StateSigterm), state(11*time.Second, fakeserver.StateDead)}
+	for _, tc := range []struct {
+		name    string
+		journal []fakeserver.Record
+		claimed time.Duration
+		wantLen int
+		wantEnd time.Duration
+	}{
+		{"no SIGTERM", j[:1], 20 * time.Second, 1, 20 * time.Second},
+		{"SIGTERM after the claim", j, 10 * time.Second, 1, 8 * time.Second},
+		{"SIGTERM before the claim", j, 30 * time.Second, 1, 8 * time.Second},
+	} {
+		part, end := scenarioPart(tc.journal, tc.claimed, 3*time.Second)
+		if len(part) != tc.wantLen || end != tc.wantEnd {
+			t.Errorf("%s: %d records up to %v, want %d up to %v", tc.name, len(part), end, tc.wantLen, tc.wantEnd)
+		}
+	}
+}

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # What `make demo`, `make test` and CI need beyond Go, checked and, as root on Debian,
 # installed with apt-get. Usage: scripts/deps.sh demo|test|ci
-#   demo  the scorecard at 60x: shell tools run under faketime and call curl and python3
-#   test  demo's, plus a C compiler and libc headers (-race, go-nvml's cgo, the virtual-time
-#         LD_PRELOAD library), wget (a waiter under test), chromium and DejaVu fonts (the
-#         report's browser check)
+#   demo  the scorecard on virtual time: shell tools call curl and python3 and load the
+#         virtual-time LD_PRELOAD library, compiled on first use (a C compiler, libc headers);
+#         faketime only for --speed S runs on compressed wall time
+#   test  demo's, plus faketime (specs at 60x), -race and go-nvml's cgo, wget (a waiter under
+#         test), chromium and DejaVu fonts (the report's browser check)
 #   ci    test's, plus docker.io when no Docker daemon answers (.ci/run starts it)
 # It prints one line: what it installs, or that nothing is missing. Where it cannot install,
 # it names the packages and the command; it fails only when what is missing would stop the run.
@@ -33,14 +34,16 @@ optional=() # without these some specs skip and say why (they fail under CI)
 need() { # need required|optional PACKAGE: PACKAGE is missing
   if [ "$1" = required ]; then required+=("$2"); else optional+=("$2"); fi
 }
-command -v faketime >/dev/null || need required faketime
 command -v curl >/dev/null || need required curl
 command -v python3 >/dev/null || need required python3
+command -v gcc >/dev/null || command -v cc >/dev/null || need required gcc
+[ -e /usr/include/stdio.h ] || need required libc6-dev
 # bash's loadable sleep: one process fewer per loop iteration of a shell tool under faketime
 [ -e /usr/lib/bash/sleep ] || need optional bash-builtins
-if [ "$mode" != demo ]; then
-  command -v gcc >/dev/null || command -v cc >/dev/null || need required gcc
-  [ -e /usr/include/stdio.h ] || need required libc6-dev
+if [ "$mode" = demo ]; then
+  command -v faketime >/dev/null || need optional faketime
+else
+  command -v faketime >/dev/null || need required faketime
   command -v wget >/dev/null || need optional wget # the eficode/wait-for-style waiter's client
   command -v chromium >/dev/null || command -v chromium-browser >/dev/null || need optional chromium
   [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need optional fonts-dejavu-core
