@@ -430,12 +430,11 @@ func (c *Container) Logs(ctx context.Context) ([]byte, error) {
 // Journal implements Target; it works on a running or an exited container.
 func (c *Container) Journal(ctx context.Context) ([]Record, error) {
 	if c.hostDir != "" {
-		b, err := os.ReadFile(filepath.Join(c.hostDir, HostJournal))
+		recs, err := ReadJournalFile(filepath.Join(c.hostDir, HostJournal))
 		if err != nil {
 			return nil, fmt.Errorf("fakesglang journal: %w", err)
 		}
-		// Records are written one Write each; a read that races one ends on a whole line.
-		return ReadJournal(bytes.NewReader(b[:bytes.LastIndexByte(b, '\n')+1]))
+		return recs, nil
 	}
 	rc, err := c.CopyFileFromContainer(ctx, journalPath)
 	if err != nil {
@@ -443,6 +442,16 @@ func (c *Container) Journal(ctx context.Context) ([]Record, error) {
 	}
 	defer rc.Close()
 	return ReadJournal(rc)
+}
+
+// ReadJournalFile reads the journal a running or exited fakesglang writes (--journal FILE).
+// Records are written one Write each; a read that races one ends on the last whole line.
+func ReadJournalFile(path string) ([]Record, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ReadJournal(bytes.NewReader(b[:bytes.LastIndexByte(b, '\n')+1]))
 }
 
 // Wait implements Target: it blocks until the container exits and returns its exit code.

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/incident-replay/incident-replay/fault"
-	"github.com/incident-replay/incident-replay/vtime"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/sglang"
+	"github.com/incident-replay/incident-replay/vtime"
 )
 
 // Every kind's behaviour is in package fault; the server asks each fault of the run for the

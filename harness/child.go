@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,11 +30,10 @@ type childLauncher struct {
 	dir        string // where run directories go; "" is os.TempDir
 }
 
-func (childLauncher) Name() string                  { return "child" }
-func (childLauncher) Published() bool               { return false }
-func (childLauncher) Overhead() time.Duration       { return 250 * time.Millisecond }
-func (childLauncher) Virtual() bool                 { return true }
-func (l childLauncher) release() []string           { return []string{l.fakesglang} }
+func (childLauncher) Name() string            { return "child" }
+func (childLauncher) Published() bool         { return false }
+func (childLauncher) Overhead() time.Duration { return 250 * time.Millisecond }
+func (childLauncher) Virtual() bool           { return true }
 func (l childLauncher) Launch(ctx context.Context, c Case, speed float64) (Target, error) {
 	if speed != Virtual {
 		return nil, errors.New("child launcher: a launch tool's own server runs on virtual time only")
@@ -266,28 +264,17 @@ func (t *childTarget) Journal(context.Context) ([]fakeserver.Record, error) {
 	if late > 0 {
 		return nil, fmt.Errorf("the tool ran {{.Launch}} %s into the run; a launch tool must start the server first (its timeline starts with the run)", late)
 	}
-	b, err := os.ReadFile(t.journalPath())
+	recs, err := fakeserver.ReadJournalFile(t.journalPath())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, err
-	}
-	return fakeserver.ReadJournal(bytes.NewReader(b[:bytes.LastIndexByte(b, '\n')+1]))
+	return recs, err
 }
 
 func (t *childTarget) Logs(context.Context) ([]byte, error) { return os.ReadFile(t.logPath()) }
 
 func (t *childTarget) Wait(ctx context.Context) (int, error) {
-	select {
-	case <-t.done:
-	case <-ctx.Done():
-		return 0, ctx.Err()
-	}
-	if code, ok := t.Exited(); ok {
-		return code, nil
-	}
-	return 0, errors.New("the launched server ended without reporting its exit status")
+	return waitExit(ctx, t.done, t.Exited, "the launched server ended without reporting its exit status")
 }
 
 // Stop kills the launched server if it still runs (a launcher in its own session outlives

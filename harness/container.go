@@ -258,15 +258,21 @@ func (t *ctrTarget) Logs(ctx context.Context) ([]byte, error) { return t.ctr.Log
 
 // Wait returns the exit code watch saw; a container removed without one is an error.
 func (t *ctrTarget) Wait(ctx context.Context) (int, error) {
+	return waitExit(ctx, t.done, t.Exited, "the container was removed before it exited")
+}
+
+// waitExit waits until done is closed (or ctx ends) and returns the exit code exited then
+// reports, or an error saying none was seen.
+func waitExit(ctx context.Context, done <-chan struct{}, exited func() (int, bool), none string) (int, error) {
 	select {
-	case <-t.done:
+	case <-done:
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
-	if code, ok := t.Exited(); ok {
+	if code, ok := exited(); ok {
 		return code, nil
 	}
-	return 0, errors.New("the container was removed before it exited")
+	return 0, errors.New(none)
 }
 
 // ServerTime implements serverTimer: it maps at, read on t's clock, onto the container's

@@ -7,8 +7,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -27,23 +27,23 @@ func init() { register(newScoreCmd) }
 type scoreOptions struct {
 	scenarios  []string
 	cpuProfile string
-	tools     []string
-	userTools []string
-	toolsFile string
-	speed     float64
-	container bool
-	image     string
-	parallel  int
-	markdown  string
-	junit     string
-	report    string
-	seed      int64
-	quiet     bool
-	allTools  bool
-	shard     string
-	shardIdx  string
-	results   string
-	repro     bool
+	tools      []string
+	userTools  []string
+	toolsFile  string
+	speed      float64
+	container  bool
+	image      string
+	parallel   int
+	markdown   string
+	junit      string
+	report     string
+	seed       int64
+	quiet      bool
+	allTools   bool
+	shard      string
+	shardIdx   string
+	results    string
+	repro      bool
 }
 
 func newScoreCmd() *cobra.Command {

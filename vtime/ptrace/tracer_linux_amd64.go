@@ -28,7 +28,7 @@ type Tracee struct {
 	monoOff int64 // virtual CLOCK_MONOTONIC = virtual wall + monoOff (ns)
 	taiOff  int64
 	detach  func()
-	release []string // Options.Release, resolved
+	release []string     // Options.Release, resolved
 	left    map[int]bool // processes released from the trace
 
 	mu       sync.Mutex
@@ -47,17 +47,17 @@ type Tracee struct {
 }
 
 type thread struct {
-	tid     int
-	fresh   bool // created and not yet past its first SIGSTOP
-	in      bool // between its syscall-enter and syscall-exit stops
+	tid   int
+	fresh bool // created and not yet past its first SIGSTOP
+	in    bool // between its syscall-enter and syscall-exit stops
 	// goRuntime: the thread runs a Go binary, whose nanosleep(2) calls are the runtime's own
 	// spinning (sysmon, lock back-off), never the program's waits (see runtimeSpin).
 	goRuntime bool
-	nr      uint64
-	fix     clockKind // at the exit: write the virtual time
-	w       *wait     // the current call's registered wait
-	saved   syscall.PtraceRegs
-	restart struct { // a registered wait another signal interrupted, for its restart
+	nr        uint64
+	fix       clockKind // at the exit: write the virtual time
+	w         *wait     // the current call's registered wait
+	saved     syscall.PtraceRegs
+	restart   struct { // a registered wait another signal interrupted, for its restart
 		nr       uint64
 		deadline int64
 	}
