@@ -212,6 +212,7 @@ func TestSchedulerDeadTeardown(t *testing.T) {
 			r.waitState(t, StateSchedulerDead)
 			if tc.teardown {
 				r.waitState(t, StateDead)
+				<-r.Done() // the dead record is journaled before the process counts as exited
 				if code, _ := r.ExitCode(); code != 137 {
 					t.Errorf("exit %d, want 137", code)
 				}

@@ -110,6 +110,7 @@ type follower struct {
 	off  atomic.Int64 // bytes of the current file read so far
 
 	kick    chan struct{} // a Sync is waiting: look again without waiting out the poll
+	wmu     sync.Mutex    // guards f and watch against Close
 	watch   *fsnotify.Watcher
 	tried   bool // a watch was attempted (it is nil where inotify failed)
 	mu      sync.Mutex
@@ -161,7 +162,9 @@ func (f *follower) Read(p []byte) (int, error) {
 		if f.f == nil {
 			fh, err := os.Open(f.path)
 			if err == nil {
+				f.wmu.Lock()
 				f.f = fh
+				f.wmu.Unlock()
 				f.off.Store(0)
 			} else if !errors.Is(err, os.ErrNotExist) {
 				return 0, err
@@ -177,8 +180,10 @@ func (f *follower) Read(p []byte) (int, error) {
 				return 0, err
 			}
 			if st, serr := f.f.Stat(); serr == nil && st.Size() < f.off.Load() {
+				f.wmu.Lock()
 				f.f.Close() // truncated (log rotation with copytruncate): start over
 				f.f = nil
+				f.wmu.Unlock()
 				continue
 			}
 		}
@@ -226,6 +231,8 @@ const watchedPoll = time.Minute
 // watcher watches the file's directory once; nil where inotify cannot (no such directory,
 // no inotify instances left): the reader then polls.
 func (f *follower) watcher() *fsnotify.Watcher {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
 	if !f.tried {
 		f.tried = true
 		if w, err := fsnotify.NewWatcher(); err == nil {
@@ -250,6 +257,9 @@ func (f *follower) Unread() bool {
 }
 
 func (f *follower) Close() error {
+	f.wmu.Lock()
+	defer f.wmu.Unlock()
+	f.tried = true // a Read after Close polls
 	if f.watch != nil {
 		_ = f.watch.Close()
 	}
