@@ -45,7 +45,7 @@ func LLMWait(ctx context.Context, env Env) error {
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	log := ready.FollowFile(lctx, env.LogFile, 5*time.Millisecond)
+	log := ready.FollowFilePolling(lctx, env.LogFile, 5*time.Millisecond)
 	defer log.Close()
 	if vc, ok := env.Clock.(*vtime.Clock); ok {
 		// A line the server wrote and the follower has not read yet is already in the past.

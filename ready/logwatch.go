@@ -92,6 +92,15 @@ func FollowFile(ctx context.Context, path string, poll time.Duration) io.ReadClo
 	return &follower{ctx: ctx, path: path, poll: poll, kick: make(chan struct{}, 1)}
 }
 
+// FollowFilePolling is FollowFile without the inotify watch: it looks again every poll at the
+// end of the file. For a reader in a process that hosts hundreds of writers in one directory
+// (the harness), where every reader would be woken by every writer.
+func FollowFilePolling(ctx context.Context, path string, poll time.Duration) io.ReadCloser {
+	f := FollowFile(ctx, path, poll).(*follower)
+	f.tried = true
+	return f
+}
+
 // A Syncer is a log source that can say when everything written to it so far has been read.
 // Wait syncs before it lets a healthy probe count while the log has not shown the server
 // ready: the log may say the warmup is still running (era A answers /health 200 throughout),
