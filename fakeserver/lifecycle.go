@@ -243,6 +243,10 @@ func (s *Server) exitLocked(at time.Duration, code int, why string) {
 	s.metrics.dead()
 	close(s.dead)
 	s.deadCancel()
+	for _, f := range s.onExit {
+		f(code)
+	}
+	s.onExit = nil
 	if s.task != nil {
 		s.task.Notify()
 	}

@@ -98,6 +98,8 @@ type Server struct {
 	// not move while the loop runs an action or has been told of a new one.
 	task *vtime.Task
 	dead chan struct{} // closed when the process exits
+	// onExit runs at the exit, on the server's own clock step (see OnExit).
+	onExit []func(code int)
 	// deadCtx ends when the process exits, cancelling every request in flight.
 	deadCtx    context.Context
 	deadCancel context.CancelFunc
@@ -207,6 +209,22 @@ func (s *Server) Clock() replay.Clock { return s.clock }
 
 // Done is closed when the process exits (OpExit, a fatal fault, or Stop).
 func (s *Server) Done() <-chan struct{} { return s.dead }
+
+// OnExit makes f run with the exit code when the process exits, or at once if it has. At
+// the exit f runs inside the server's clock step, before a virtual clock can move past the
+// exit: a waiter that wakes its task there sees the exit at its instant. f must not call the
+// server.
+func (s *Server) OnExit(f func(code int)) {
+	s.mu.Lock()
+	if s.phase != phaseDead {
+		s.onExit = append(s.onExit, f)
+		s.mu.Unlock()
+		return
+	}
+	code := s.exitCode
+	s.mu.Unlock()
+	f(code)
+}
 
 // ExitCode reports the exit code once the process has exited.
 func (s *Server) ExitCode() (int, bool) {

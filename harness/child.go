@@ -69,6 +69,7 @@ type childTarget struct {
 	startHold  func()
 	detach     func()
 	launch     string // {{.Launch}}
+	exits      exitNotice
 
 	mu     sync.Mutex
 	link   *vtime.Link
@@ -168,6 +169,7 @@ func (t *childTarget) accept() {
 		// The exit is real: the tool sees it when the process is gone, which the clock
 		// waits for.
 		t.awaitGone(10 * time.Second)
+		t.exits.fire(code)
 		link.ExitSeen()
 	case <-link.Done():
 		t.awaitGone(10 * time.Second)
@@ -247,6 +249,7 @@ func (t *childTarget) Clock() replay.Clock   { return t.vc }
 func (t *childTarget) BaseURL() string       { return "http://127.0.0.1:" + strconv.Itoa(t.port) }
 func (t *childTarget) LogFile() string       { return t.logPath() }
 func (t *childTarget) Done() <-chan struct{} { return t.done }
+func (t *childTarget) OnExit(f func(int))    { t.exits.OnExit(f) }
 
 func (t *childTarget) Exited() (int, bool) {
 	t.mu.Lock()

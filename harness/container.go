@@ -165,6 +165,8 @@ type ctrTarget struct {
 
 	stopWatch context.CancelFunc
 
+	exits exitNotice
+
 	mu     sync.Mutex
 	done   chan struct{}
 	code   int
@@ -186,6 +188,7 @@ func (t *ctrTarget) watch(ctx context.Context) {
 			t.code, t.exited = code, true
 			t.mu.Unlock()
 			close(t.done)
+			t.exits.fire(code)
 			link.ExitSeen()
 			return
 		case <-link.Done(): // gone without a word: Docker knows the code
@@ -194,20 +197,23 @@ func (t *ctrTarget) watch(ctx context.Context) {
 			return
 		}
 	}
-	defer close(t.done)
 	for {
 		code, err := t.ctr.Wait(ctx)
 		if err == nil {
 			t.mu.Lock()
 			t.code, t.exited = code, true
 			t.mu.Unlock()
+			close(t.done)
+			t.exits.fire(code)
 			return
 		}
 		if fakeserver.IsGone(err) {
+			close(t.done)
 			return
 		}
 		select {
 		case <-ctx.Done():
+			close(t.done)
 			return
 		case <-time.After(250 * time.Millisecond):
 		}
@@ -226,6 +232,7 @@ func (t *ctrTarget) ToolStarted() {
 func (t *ctrTarget) BaseURL() string       { return t.ctr.BaseURL() }
 func (t *ctrTarget) LogFile() string       { return t.log }
 func (t *ctrTarget) Done() <-chan struct{} { return t.done }
+func (t *ctrTarget) OnExit(f func(int))    { t.exits.OnExit(f) }
 
 func (t *ctrTarget) Exited() (int, bool) {
 	t.mu.Lock()

@@ -133,6 +133,7 @@ func (t *inprocTarget) BaseURL() string       { return t.srv.BaseURL() }
 func (t *inprocTarget) LogFile() string       { return t.log }
 func (t *inprocTarget) Exited() (int, bool)   { return t.srv.ExitCode() }
 func (t *inprocTarget) Done() <-chan struct{} { return t.srv.Done() }
+func (t *inprocTarget) OnExit(f func(int))    { t.srv.OnExit(f) }
 func (t *inprocTarget) CatchUp(at time.Time) {
 	if !at.IsZero() {
 		t.srv.CatchUp(at.Sub(t.start))

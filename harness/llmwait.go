@@ -56,7 +56,7 @@ func LLMWait(ctx context.Context, env Env) error {
 		APIKey:   key,
 		Clock:    env.Clock,
 		Log:      log,
-		Process:  procOf(env),
+		Process:  procOf(ctx, env),
 		Generate: ready.GenerateAuto,
 	})
 	return err
@@ -68,16 +68,32 @@ type unreadLog struct{ f interface{ Unread() bool } }
 func (u unreadLog) Idle() (bool, time.Time) { return !u.f.Unread(), time.Time{} }
 
 // envProcess lets ready.Wait supervise a server through the harness's view of it.
-type envProcess struct{ env Env }
+type envProcess struct {
+	env  Env
+	done <-chan struct{}
+}
 
-func procOf(env Env) ready.Process {
+// procOf is env's server as a ready.Process. Its Done is closed at the exit after the task
+// ctx carries (ready.Wait's loop) is woken, so on virtual time the loop sees the exit at its
+// instant (see exitWatch).
+func procOf(ctx context.Context, env Env) ready.Process {
 	if env.Done == nil || env.Exited == nil {
 		return nil
 	}
-	return envProcess{env}
+	p := envProcess{env: env, done: env.Done}
+	if env.OnExit != nil {
+		done := make(chan struct{})
+		task := vtime.TaskFrom(ctx)
+		env.OnExit(func(int) {
+			task.Wake()
+			close(done)
+		})
+		p.done = done
+	}
+	return p
 }
 
-func (p envProcess) Done() <-chan struct{} { return p.env.Done }
+func (p envProcess) Done() <-chan struct{} { return p.done }
 func (p envProcess) Status() ready.ExitStatus {
 	code, _ := p.env.Exited()
 	st := ready.ExitStatus{Code: code}

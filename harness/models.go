@@ -135,7 +135,7 @@ type probeEvent struct {
 
 // runProbe runs p on its schedule and reports when a threshold is crossed. stopOnPass ends it
 // after the success threshold (startup); a liveness probe only ever reports failure.
-func runProbe(ctx context.Context, env Env, kind string, p Probe, out chan<- probeEvent) {
+func runProbe(ctx context.Context, env Env, kind string, p Probe, out chan<- probeEvent, to *vtime.Task) {
 	p = p.withDefaults()
 	if replay.SleepCtx(ctx, env.Clock, p.InitialDelay) != nil {
 		return
@@ -160,6 +160,7 @@ func runProbe(ctx context.Context, env Env, kind string, p Probe, out chan<- pro
 		}
 		switch {
 		case kind != "liveness" && succ >= p.SuccessThreshold:
+			to.Wake() // the pod's task has work from here on: no jump before it takes the event
 			out <- probeEvent{kind: kind, pass: true}
 			return
 		case kind != "readiness" && fail >= p.FailureThreshold:
@@ -167,6 +168,7 @@ func runProbe(ctx context.Context, env Env, kind string, p Probe, out chan<- pro
 			if err != nil {
 				why = err.Error()
 			}
+			to.Wake()
 			out <- probeEvent{kind: kind, msg: fmt.Sprintf("%s probe failed %d times (last: %s); the kubelet restarts the container", kind, fail, why)}
 			return
 		}
@@ -183,11 +185,12 @@ func (pod Pod) Wait(ctx context.Context, env Env) error {
 	events := make(chan probeEvent, 4)
 	exited := exitWatch(ctx, env)
 	// Each prober is a goroutine of its own: on a virtual clock, a task of its own.
+	pod0 := vtime.TaskFrom(ctx)
 	prober := func(kind string, p Probe) {
 		task := vtime.NewTask(env.Clock)
 		go func() {
 			defer task.End()
-			runProbe(vtime.WithTask(ctx, task), env, kind, p, events)
+			runProbe(vtime.WithTask(ctx, task), env, kind, p, events, pod0)
 		}()
 	}
 	startedAfterStartup := func() {
@@ -243,9 +246,23 @@ func (pod Pod) Wait(ctx context.Context, env Env) error {
 }
 
 // exitWatch delivers the server's exit code once it exits (the kubelet, Docker and
-// testcontainers all see the container's state).
+// testcontainers all see the container's state). The task ctx carries is woken before the
+// code is handed over, at the exit itself: on virtual time a goroutine that forwarded Done
+// could be scheduled after the clock had moved on, and the tool would see the exit only at
+// its next timer (compose's next check, 13 s late, under load).
 func exitWatch(ctx context.Context, env Env) <-chan int {
 	ch := make(chan int, 1)
+	if env.OnExit != nil {
+		task := vtime.TaskFrom(ctx)
+		env.OnExit(func(code int) {
+			task.Wake()
+			select {
+			case ch <- code:
+			default:
+			}
+		})
+		return ch
+	}
 	if env.Exited == nil || env.Done == nil {
 		return ch
 	}

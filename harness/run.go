@@ -306,7 +306,7 @@ func runTool(ctx context.Context, c Case, t Tool, mode Mode, clock replay.Clock,
 	defer task.End()
 	started()
 	lctx = vtime.WithTask(lctx, task)
-	env := Env{Clock: clock, URL: tgt.BaseURL(), Host: host, Port: port, LogFile: tgt.LogFile(), Exited: tgt.Exited, Done: tgt.Done(), Published: published}
+	env := Env{Clock: clock, URL: tgt.BaseURL(), Host: host, Port: port, LogFile: tgt.LogFile(), Exited: tgt.Exited, Done: tgt.Done(), OnExit: tgt.OnExit, Published: published}
 	if c.Scenario != nil {
 		env.Launch = launchArgv(c.Scenario.Launch.Argv(), port)
 	}

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/incident-replay/incident-replay/fakeserver"
@@ -79,6 +80,46 @@ type Target interface {
 	Exited() (code int, ok bool)
 	// Done is closed when the server process has exited.
 	Done() <-chan struct{}
+	// OnExit makes f run with the exit code once the server process has exited (at once if
+	// it has). On virtual time f runs before the clock can move past the exit, so a tool
+	// that wakes its task in f sees the exit at the instant it happened; f must not block.
+	OnExit(f func(code int))
+}
+
+// exitNotice is OnExit for a target that learns of its server's exit itself.
+type exitNotice struct {
+	mu    sync.Mutex
+	fired bool
+	code  int
+	fns   []func(code int)
+}
+
+func (n *exitNotice) OnExit(f func(code int)) {
+	n.mu.Lock()
+	if !n.fired {
+		n.fns = append(n.fns, f)
+		n.mu.Unlock()
+		return
+	}
+	code := n.code
+	n.mu.Unlock()
+	f(code)
+}
+
+// fire runs what OnExit registered; only the first call counts.
+func (n *exitNotice) fire(code int) {
+	n.mu.Lock()
+	if n.fired {
+		n.mu.Unlock()
+		return
+	}
+	n.fired, n.code = true, code
+	fns := n.fns
+	n.fns = nil
+	n.mu.Unlock()
+	for _, f := range fns {
+		f(code)
+	}
 }
 
 // Launcher starts a case's server on a clock: in-process or in a container.

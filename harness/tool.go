@@ -64,6 +64,10 @@ type Env struct {
 	Exited func() (code int, ok bool)
 	// Done is closed when the server process has exited.
 	Done <-chan struct{}
+	// OnExit registers a function to run with the exit code when the server process exits:
+	// on virtual time before the clock moves past the exit (see Target.OnExit). nil: the
+	// tool learns of the exit from Done alone.
+	OnExit func(f func(code int))
 	// Launch is the server's command line (python -m sglang.launch_server FLAGS, with the
 	// port the run uses), ServerEnv its environment and Host the machine it is modelled on:
 	// what a launch tool's preflight reads. Machine is nil when the case names none.

@@ -1,0 +1,91 @@
+package harness
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/incident-replay/incident-replay/vtime"
+)
+
+// A Go tool sees the server's exit at the instant it happened on virtual time, however late
+// anything watching Done runs: here Done closes 200 ms of wall time after the exit, long after
+// the clock could have moved on to compose's next check (13 s after cuda-oom-capture's crash).
+// Exit hooks run in the exit's own clock step, so the claim is at 47 s on every run.
+func TestExitSeenAtItsInstant(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close() // nothing listens: every probe is refused, as after a crash
+
+	const crash = 47 * time.Second
+	for _, tc := range []struct {
+		name string
+		wait WaitFunc
+		want string
+	}{
+		{"compose", Healthcheck{}.Wait, "container exited (137)"},
+		{"kubelet", Pod{Startup: &Probe{Period: 10 * time.Second, FailureThreshold: 60}}.Wait, "exited with code 137"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			epoch := time.Unix(1_700_000_000, 0)
+			clk := vtime.New(epoch, vtime.Options{})
+			defer clk.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+
+			var exits exitNotice
+			done := make(chan struct{})
+			srv := vtime.NewTask(clk)
+			go func() {
+				defer srv.End()
+				if srv.Sleep(ctx, crash) != nil {
+					return
+				}
+				exits.fire(137)
+				go func() { // a watcher of Done that the scheduler runs late
+					time.Sleep(200 * time.Millisecond)
+					close(done)
+				}()
+			}()
+			exited := func() (int, bool) {
+				select {
+				case <-done:
+					return 137, true
+				default:
+					return 0, false
+				}
+			}
+			task := vtime.NewTask(clk)
+			defer task.End()
+			env := Env{Clock: clk, URL: "http://127.0.0.1:" + strconv.Itoa(port), Host: "127.0.0.1", Port: port,
+				Exited: exited, Done: done, OnExit: exits.OnExit}
+			err := tc.wait(vtime.WithTask(ctx, task), env)
+			at := clk.Since(epoch)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("wait = %v, want an error with %q", err, tc.want)
+			}
+			if at != crash {
+				t.Fatalf("the exit was seen at %s, want %s (the instant of the crash)", at, crash)
+			}
+		})
+	}
+}
+
+// OnExit after the exit runs at once with the code; fire counts once.
+func TestExitNoticeLateRegistration(t *testing.T) {
+	var n exitNotice
+	var got []int
+	n.OnExit(func(c int) { got = append(got, c) })
+	n.fire(1)
+	n.fire(2)
+	n.OnExit(func(c int) { got = append(got, c) })
+	if len(got) != 2 || got[0] != 1 || got[1] != 1 {
+		t.Fatalf("got %v, want [1 1]", got)
+	}
+}
