@@ -12,12 +12,15 @@
 // the tracer interrupts the thread with SIGURG, makes the call return as if its timeout had
 // passed, and drops the signal.
 //
+// Only those calls stop the tracee: it runs under a seccomp filter that traces them and lets
+// every other call through (Options.EveryCall stops at every call instead). A Go launcher's
+// process-tree scan, tens of thousands of calls, then costs no stops.
+//
 // The tracee is a participant of the clock: idle when every thread sleeps in the kernel
 // (a registered wait, or a wait for something another participant must do first, such as a
 // read from the fake server), none is stopped for the tracer, and no interrupt is on its way.
 //
-// Limits: the tracer waits for the tracee's process group, so a process that leaves it
-// (setsid, setpgid) is no longer followed; timerfd, socket timeouts (SO_RCVTIMEO) and
+// Limits: timerfd, socket timeouts (SO_RCVTIMEO) and
 // interval timers are not virtualised; a wait interrupted by another signal and restarted
 // by the kernel keeps its deadline, one that the program itself retries is registered anew.
 package ptrace
@@ -37,6 +40,9 @@ type Options struct {
 	// Release names executables whose processes leave the trace when they exec one: they
 	// keep time by other means (a fake server that follows the clock over its socket).
 	Release []string
+	// EveryCall stops the tracee at every system call instead of only at the calls it
+	// rewrites (a seccomp filter picks those): slower, for comparison.
+	EveryCall bool
 }
 
 // ErrUnsupported is returned by Start where the tracer is not built (it needs linux/amd64).

@@ -19,7 +19,7 @@ import (
 )
 
 // build compiles the program in testdata/NAME into dir.
-func build(t *testing.T, name string, args ...string) string {
+func build(t testing.TB, name string, args ...string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), name)
 	cmd := exec.Command("go", append([]string{"build", "-o", bin}, append(args, "./testdata/"+name)...)...)
@@ -245,20 +245,22 @@ func TestMemberInItsOwnSession(t *testing.T) {
 	}
 }
 
-// A process that execs one of Options.Release leaves the trace at its exec; the rest of the
-// tree stays traced.
+// A process that execs one of Options.Release leaves virtual time at its exec (it reads the
+// real clock and the clock does not wait for it); the rest of the tree stays on it. With the
+// seccomp filter the released process stays a tracee that passes through (the filter cannot
+// be removed); with every call traced it is detached.
 func TestRelease(t *testing.T) {
 	sh, err := exec.LookPath("sh")
 	if err != nil {
 		t.Skip("sh not installed")
 	}
-	grep, err := exec.LookPath("grep")
+	date, err := exec.LookPath("date")
 	if err != nil {
-		t.Skip("grep not installed")
+		t.Skip("date not installed")
 	}
 	dir := t.TempDir()
 	released, kept := filepath.Join(dir, "released"), filepath.Join(dir, "kept")
-	b, err := os.ReadFile(grep)
+	b, err := os.ReadFile(date)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,31 +269,38 @@ func TestRelease(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := vtime.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), vtime.Options{})
-	defer c.Close()
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
-	script := kept + " TracerPid /proc/self/status; " + released + " TracerPid /proc/self/status"
-	tr, err := Start(c, Options{Argv: []string{sh, "-c", script}, Env: os.Environ(), Out: pw, Release: []string{released}})
-	pw.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	out, _ := io.ReadAll(pr)
-	<-tr.Done()
-	tr.Recorded()
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("output %q", out)
-	}
-	if f := strings.Fields(lines[0]); len(f) != 2 || f[1] == "0" {
-		t.Errorf("the kept program reports %q: it should be traced", lines[0])
-	}
-	if f := strings.Fields(lines[1]); len(f) != 2 || f[1] != "0" {
-		t.Errorf("the released program reports %q: it should be untraced", lines[1])
+	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, every := range []bool{false, true} {
+		t.Run(map[bool]string{false: "filtered", true: "every-call"}[every], func(t *testing.T) {
+			c := vtime.New(epoch, vtime.Options{})
+			defer c.Close()
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pr.Close()
+			script := kept + " +%s; " + released + " +%s; " + kept + " +%s"
+			tr, err := Start(c, Options{Argv: []string{sh, "-c", script}, Env: os.Environ(), Out: pw,
+				Release: []string{released}, EveryCall: every})
+			pw.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tr.Close()
+			out, _ := io.ReadAll(pr)
+			<-tr.Done()
+			tr.Recorded()
+			f := strings.Fields(string(out))
+			if len(f) != 3 {
+				t.Fatalf("output %q", out)
+			}
+			now := time.Now().Unix()
+			for i, want := range []int64{epoch.Unix(), now, epoch.Unix()} {
+				if got := parseInt(f[i]); got < want-5 || got > want+5 {
+					t.Errorf("line %d (%s) reads %d, want %d (virtual %d, real %d)", i+1,
+						[]string{"kept", "released", "kept"}[i], got, want, epoch.Unix(), now)
+				}
+			}
+		})
 	}
 }

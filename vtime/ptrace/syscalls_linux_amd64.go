@@ -81,6 +81,17 @@ func (t *Tracee) syscallStop(th *thread) {
 	t.exit(th, &regs)
 }
 
+// seccompStop handles the filter's stop at the entry of a call it traces: the call is
+// entered as at a syscall-enter stop, and its exit stops only when the tracer has work there.
+func (t *Tracee) seccompStop(th *thread) {
+	var regs syscall.PtraceRegs
+	if syscall.PtraceGetRegs(th.tid, &regs) != nil {
+		return
+	}
+	t.enter(th, &regs)
+	th.in = th.fix != clockNone || th.w != nil
+}
+
 // enter looks at a call about to run: a time read is marked for its exit, a timed wait is
 // registered with its virtual deadline and made unbounded.
 func (t *Tracee) enter(th *thread, r *syscall.PtraceRegs) {

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -30,6 +31,10 @@ type Tracee struct {
 	detach  func()
 	release []string     // Options.Release, resolved
 	left    map[int]bool // processes released from the trace
+	// seccomp: the tracee runs under the filter, so only the calls the tracer rewrites stop
+	// (resumed with PTRACE_CONT, a call's exit with PTRACE_SYSCALL); released processes stay
+	// traced and pass through.
+	seccomp bool
 
 	mu       sync.Mutex
 	pub      int64 // the virtual wall time (ns) the tracee sees: the clock's, as of its last advance
@@ -142,7 +147,7 @@ func (t *Tracee) Close() {
 
 const (
 	traceOptions = syscall.PTRACE_O_TRACESYSGOOD | syscall.PTRACE_O_TRACECLONE | syscall.PTRACE_O_TRACEFORK |
-		syscall.PTRACE_O_TRACEVFORK | syscall.PTRACE_O_TRACEEXEC | ptraceOExitKill
+		syscall.PTRACE_O_TRACEVFORK | syscall.PTRACE_O_TRACEEXEC | ptraceOExitKill | ptraceOTraceSeccomp
 	ptraceOExitKill = 0x100000
 	syscallStop     = syscall.SIGTRAP | 0x80
 	clockTAI        = 11
@@ -162,9 +167,15 @@ func (t *Tracee) trace(o Options, ready chan<- error) {
 	if o.Out != nil {
 		out = o.Out
 	}
-	attr := &syscall.ProcAttr{Dir: o.Dir, Env: o.Env, Files: []uintptr{null.Fd(), out.Fd(), out.Fd()},
+	argv, env := o.Argv, o.Env
+	if !o.EveryCall {
+		if hargv, henv := helperArgv(o.Argv, o.Env); hargv != nil {
+			argv, env, t.seccomp = hargv, henv, true
+		}
+	}
+	attr := &syscall.ProcAttr{Dir: o.Dir, Env: env, Files: []uintptr{null.Fd(), out.Fd(), out.Fd()},
 		Sys: &syscall.SysProcAttr{Ptrace: true, Setpgid: true}}
-	pid, err := syscall.ForkExec(o.Argv[0], o.Argv, attr)
+	pid, err := syscall.ForkExec(argv[0], argv, attr)
 	null.Close()
 	if err != nil {
 		ready <- fmt.Errorf("vtime/ptrace: start %s: %w", o.Argv[0], err)
@@ -195,7 +206,7 @@ func (t *Tracee) trace(o Options, ready chan<- error) {
 	t.started = true
 	t.mu.Unlock()
 	ready <- nil
-	_ = syscall.PtraceSyscall(pid, 0)
+	t.resume(pid, false, 0)
 	for {
 		// -1, not -pid: a member that moves to its own session or group (a launcher's
 		// server) is still a tracee, and WNOTHREAD limits the wait to this thread's tracees.
@@ -244,15 +255,38 @@ func (t *Tracee) handle(tid int, ws syscall.WaitStatus) {
 	if !ws.Stopped() {
 		return
 	}
+	sig := ws.StopSignal()
+	if t.threads[tid] == nil && !t.left[tid] && t.ofReleased(tid) {
+		t.left[tid] = true // its first stop came before its creator's report
+	}
+	if t.left[tid] { // released, still traced under the filter: on at once
+		switch {
+		case sig == syscall.SIGTRAP && ws.TrapCause() > 0:
+			if c := ws.TrapCause(); c == syscall.PTRACE_EVENT_CLONE || c == syscall.PTRACE_EVENT_FORK || c == syscall.PTRACE_EVENT_VFORK {
+				if msg, err := syscall.PtraceGetEventMsg(tid); err == nil {
+					n := int(msg)
+					t.left[n] = true
+					delete(t.threads, n) // its first stop came first and took it for ours
+					t.forget(n)
+				}
+			}
+			sig = 0
+		case sig == syscallStop, sig == syscall.SIGSTOP:
+			sig = 0
+		}
+		_ = syscall.PtraceCont(tid, int(sig))
+		return
+	}
 	th := t.threads[tid]
 	if th == nil { // its SIGSTOP came before its creator's event
 		th = &thread{tid: tid, fresh: true}
 		t.threads[tid] = th
 	}
-	sig := ws.StopSignal()
 	switch {
 	case sig == syscallStop:
 		t.syscallStop(th)
+	case sig == syscall.SIGTRAP && ws.TrapCause() == ptraceEventSeccomp:
+		t.seccompStop(th)
 	case sig == syscall.SIGTRAP && ws.TrapCause() > 0:
 		if t.event(th, ws.TrapCause()) {
 			return // released: no longer ours to resume
@@ -262,10 +296,20 @@ func (t *Tracee) handle(tid int, ws syscall.WaitStatus) {
 	case sig == syscall.SIGURG && t.kicks[tid] > 0:
 		t.kicks[tid]--
 	default:
-		_ = syscall.PtraceSyscall(tid, int(sig)) // the tracee's own signal
+		t.resume(tid, th.in, int(sig)) // the tracee's own signal
 		return
 	}
-	_ = syscall.PtraceSyscall(tid, 0)
+	t.resume(tid, th.in, 0)
+}
+
+// resume lets a stopped thread run on: to its next stop for the tracer, which under the
+// filter is the exit of the call it is in (in) or the next call the filter traces.
+func (t *Tracee) resume(tid int, in bool, sig int) {
+	if t.seccomp && !in {
+		_ = syscall.PtraceCont(tid, sig)
+		return
+	}
+	_ = syscall.PtraceSyscall(tid, sig)
 }
 
 // event handles a ptrace event stop; it reports whether the thread was released from the
@@ -301,7 +345,11 @@ func (t *Tracee) event(th *thread, cause int) bool {
 			t.left[th.tid] = true
 			delete(t.threads, th.tid)
 			t.forget(th.tid)
-			_ = syscall.PtraceDetach(th.tid)
+			if t.seccomp {
+				_ = syscall.PtraceCont(th.tid, 0)
+			} else {
+				_ = syscall.PtraceDetach(th.tid)
+			}
 			return true
 		}
 		th.goRuntime = isGo(th.tid)
@@ -331,6 +379,29 @@ func isGo(pid int) bool {
 		goExes[exe] = is
 	}
 	return is
+}
+
+// ofReleased reports whether a thread the tracer has not heard of belongs to a released
+// process, or is a child of one: its first stop can come before its creator's report, and
+// it may make calls before that report is read.
+func (t *Tracee) ofReleased(tid int) bool {
+	if len(t.left) == 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "Tgid" && k != "PPid") {
+			continue
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n != tid && t.left[n] {
+			return true
+		}
+	}
+	return false
 }
 
 // released reports whether the process that has just exec'd runs one of Options.Release.
