@@ -19,6 +19,7 @@ import (
 
 	"github.com/incident-replay/incident-replay/internal/proc"
 	"github.com/incident-replay/incident-replay/replay"
+	"github.com/incident-replay/incident-replay/vtime"
 )
 
 // Faketime is how shell tools are put on the run's clock: `faketime -f '<offset> x<S>'` with
@@ -330,7 +331,7 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 		close(g.exited)
 	}()
 	g.exitCode = func() int { return cmd.ProcessState.ExitCode() }
-	limit := r.clock.NewTimer(r.limit)
+	limit := newLimitTimer(r.clock, r.limit)
 	defer limit.Stop()
 	claim, hung, ctxErr := r.await(ctx, g, limit)
 	// Background children (a `sleep`, a curl) must not outlive the tool or hold the pipe.
@@ -440,7 +441,7 @@ func (g toolGroup) kill() { _ = syscall.Kill(-g.pgid, syscall.SIGKILL) }
 // await waits until the tool exits, hangs, or ctx ends, and returns what it claimed so far
 // (the exit status and when), whether it was stopped by the harness (the claim is then
 // final), and ctx's error if ctx ended.
-func (r shellRun) await(ctx context.Context, g toolGroup, limit clockwork.Timer) (claim Claim, stopped bool, ctxErr error) {
+func (r shellRun) await(ctx context.Context, g toolGroup, limit *limitTimer) (claim Claim, stopped bool, ctxErr error) {
 	// At the limit, a tool that still makes progress gets more time, up to MaxExtension
 	// times the limit: its process group starts or ends processes (a count-bound loop slowed
 	// down by faketime's per-process cost on a busy machine), or its requests still reach the
@@ -481,7 +482,9 @@ func (r shellRun) await(ctx context.Context, g toolGroup, limit clockwork.Timer)
 			<-g.exited
 			g.recorded()
 			return claim, false, errUntraced
-		case <-limit.Chan():
+		case release := <-limit.C:
+			// The clock stands at the instant the limit fell due until release: the look at
+			// the group and the next limit are taken then, however late this runs.
 			now := scanGroup(g.pgid)
 			n := g.requests()
 			probing := n >= 0 && asked >= 0 && n > asked
@@ -493,14 +496,17 @@ func (r shellRun) await(ctx context.Context, g toolGroup, limit clockwork.Timer)
 			seen, asked = &now, n
 			// A starved loop can look idle for one scan on a loaded machine; three scans in
 			// a row without progress are a tool that is blocked.
-			if still < 3 && r.clock.Now().Before(deadline) {
+			if still < 3 && limit.Due().Before(deadline) {
 				limit.Reset(min(max(r.tool.Interval*4, 30*time.Second), r.limit/4))
+				release()
 				continue
 			}
 			c := stopHung()
+			c.At = limit.Due()
+			release()
 			if probing {
 				c.Outcome = ClaimFailed
-				c.Detail = fmt.Sprintf("still probing the server at %s, %gx the harness limit: stopped", FormatDuration(r.clock.Now().Sub(start)), MaxExtension)
+				c.Detail = fmt.Sprintf("still probing the server at %s, %gx the harness limit: stopped", FormatDuration(c.At.Sub(start)), MaxExtension)
 			}
 			return c, true, nil
 		case <-ctx.Done():
@@ -509,6 +515,51 @@ func (r shellRun) await(ctx context.Context, g toolGroup, limit clockwork.Timer)
 			g.recorded()
 			return claim, false, ctx.Err()
 		}
+	}
+}
+
+// limitTimer is the harness limit of a tool's run. On virtual time its fire holds the clock
+// until the harness has looked at the tool and set the next limit (the release sent on C), so
+// that look sees the tool as it was at the instant the limit fell due: a goroutine that ran
+// only after the clock had moved on would see a later state and set every later limit late
+// (a 42-minute run stopped 6 s apart on an idle and a loaded machine).
+type limitTimer struct {
+	C     chan func()
+	clock replay.Clock
+	t     clockwork.Timer
+	due   time.Time
+}
+
+func newLimitTimer(clock replay.Clock, d time.Duration) *limitTimer {
+	l := &limitTimer{C: make(chan func(), 1), clock: clock, due: clock.Now().Add(d)}
+	l.t = clock.AfterFunc(d, l.fire)
+	return l
+}
+
+func (l *limitTimer) fire() {
+	release := func() {}
+	if vc, ok := l.clock.(*vtime.Clock); ok {
+		release = vc.Hold()
+	}
+	l.C <- release
+}
+
+// Due is the instant the limit falls (or fell) due.
+func (l *limitTimer) Due() time.Time { return l.due }
+
+// Reset sets the next limit d after the last one fell due (not after now).
+func (l *limitTimer) Reset(d time.Duration) {
+	l.due = l.due.Add(d)
+	l.t.Reset(max(l.clock.Until(l.due), 0))
+}
+
+// Stop stops the timer and ends a hold its fire took and nobody received.
+func (l *limitTimer) Stop() {
+	l.t.Stop()
+	select {
+	case release := <-l.C:
+		release()
+	default:
 	}
 }
 

@@ -51,7 +51,7 @@ func (r shellRun) runTraced(ctx context.Context, script string) (Claim, error) {
 		r.started()
 	}
 	out := r.scanOutput(pr)
-	limit := r.clock.NewTimer(r.limit)
+	limit := newLimitTimer(r.clock, r.limit)
 	defer limit.Stop()
 	claim, stopped, ctxErr := r.await(ctx, g, limit)
 	g.kill()
