@@ -15,7 +15,7 @@ import (
 // stopped for the tracer is busy: the tracer has work to do for it.
 func (t *Tracee) Idle() (bool, time.Time) {
 	t.mu.Lock()
-	if !t.started || (t.exited && !t.recorded) {
+	if !t.started || t.helping || (t.exited && !t.recorded) {
 		t.mu.Unlock()
 		return false, time.Time{}
 	}

@@ -35,6 +35,9 @@ type Tracee struct {
 	// (resumed with PTRACE_CONT, a call's exit with PTRACE_SYSCALL); released processes stay
 	// traced and pass through.
 	seccomp bool
+	// helping: under the filter, the first process is still the helper that installs it
+	// (until its exec): its waits are real and invisible, so the tracee counts as busy.
+	helping bool
 
 	mu       sync.Mutex
 	pub      int64 // the virtual wall time (ns) the tracee sees: the clock's, as of its last advance
@@ -170,7 +173,7 @@ func (t *Tracee) trace(o Options, ready chan<- error) {
 	argv, env := o.Argv, o.Env
 	if !o.EveryCall {
 		if hargv, henv := helperArgv(o.Argv, o.Env); hargv != nil {
-			argv, env, t.seccomp = hargv, henv, true
+			argv, env, t.seccomp, t.helping = hargv, henv, true, true
 		}
 	}
 	attr := &syscall.ProcAttr{Dir: o.Dir, Env: env, Files: []uintptr{null.Fd(), out.Fd(), out.Fd()},
@@ -341,6 +344,7 @@ func (t *Tracee) event(th *thread, cause int) bool {
 			}
 		}
 		th.restart.nr = 0
+		t.helping = false
 		if t.released(th.tid) {
 			t.left[th.tid] = true
 			delete(t.threads, th.tid)
@@ -420,7 +424,7 @@ func (t *Tracee) gone(tid int, ws syscall.WaitStatus) {
 	if tid != t.pid || t.exited {
 		return
 	}
-	t.exited = true
+	t.exited, t.helping = true, false
 	if ws.Signaled() {
 		t.code = 128 + int(ws.Signal())
 	} else {
