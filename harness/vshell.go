@@ -39,6 +39,7 @@ func newVirtualShell(ctx context.Context, clock replay.Clock) (*virtualShell, er
 	if err != nil {
 		return nil, fmt.Errorf("shell tools on virtual time: %w", err)
 	}
+	vc.OnShow(page.Show)
 	vc.OnAdvance(page.Set)
 	return &virtualShell{clock: vc, page: page, lib: lib}, nil
 }

@@ -27,6 +27,12 @@ type Participant interface {
 	Idle() (idle bool, next time.Time)
 }
 
+// Uptime is what CLOCK_MONOTONIC reads at a run's start for the processes on its clock (a
+// day of uptime): fixed, not the host's, so that what a program computes from it is the
+// same on every run. Python's time.monotonic() is a float of seconds, and whether 600.0 s
+// minus a start time rounds below 600 depends on the start time.
+const Uptime = 24 * time.Hour
+
 // Options tune the driver. Zero fields take the defaults.
 type Options struct {
 	// Quiet is the wall time the clock must see no call and no token change before it jumps.
@@ -75,6 +81,7 @@ type Clock struct {
 	listeners map[string]bool        // addresses of listeners wrapped by Listen
 	clients   map[string]*clientConn // Go clients' connections by local address (see DialContext)
 	partSeq   uint64
+	onShow    []func(time.Time)
 	onAdvance []func(time.Time)
 	published time.Time // the last time shown to onAdvance followers
 	jumps     uint64
@@ -147,6 +154,15 @@ func (c *Clock) Attach(p Participant) (detach func()) {
 			c.touch()
 		})
 	}
+}
+
+// OnShow registers f to be called with the time at every jump, before anything due then
+// runs: other processes' time reads follow the clock this way (see OnAdvance for their
+// waits).
+func (c *Clock) OnShow(f func(now time.Time)) {
+	c.mu.Lock()
+	c.onShow = append(c.onShow, f)
+	c.mu.Unlock()
 }
 
 // OnAdvance registers f to be called with the time after every jump, once every Go timer

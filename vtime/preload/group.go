@@ -87,7 +87,9 @@ func (g *Group) Idle() (idle bool, next time.Time) {
 	if g.scan() {
 		return false, time.Time{} // a new member: read it on the next call
 	}
-	now := atomic.LoadInt64(g.p.i64(offNow))
+	// A wait due by fire is ending; one due after fire, even at the instant shown, waits for
+	// the page's Set (it is the next instant, which may be now).
+	now := atomic.LoadInt64(g.p.i64(offFire))
 	earliest := int64(deadlineNone)
 	var foreign bool
 	for i := range nSlots {

@@ -30,6 +30,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"github.com/incident-replay/incident-replay/vtime"
 )
 
 // The page's layout; vtime.h declares the same.
@@ -45,8 +47,9 @@ const (
 	offNSlots   = 44
 	offProcsOff = 48
 	offSlotsOff = 52
+	offFire     = 56
 
-	pageVersion = 1
+	pageVersion = 2
 	nProcs      = 1024
 	procSize    = 64
 	procsOff    = 4096
@@ -114,7 +117,8 @@ func NewPage(dir string, start time.Time) (*Page, error) {
 	*p.u32(offVersion) = pageVersion
 	*p.i32(offOwner) = int32(os.Getpid())
 	*p.i64(offNow) = start.UnixNano()
-	*p.i64(offMonoOff) = clockNs(clockMonotonic) - start.UnixNano()
+	*p.i64(offFire) = start.UnixNano()
+	*p.i64(offMonoOff) = int64(vtime.Uptime) - start.UnixNano()
 	*p.u32(offNProcs) = nProcs
 	*p.u32(offNSlots) = nSlots
 	*p.u32(offProcsOff) = procsOff
@@ -147,15 +151,31 @@ func (p *Page) Now() time.Time {
 	return time.Unix(0, atomic.LoadInt64(p.i64(offNow)))
 }
 
-// Set publishes now as the virtual wall time (virtual monotonic moves by the same amount)
-// and wakes every waiter. Virtual time never goes back: a now before Now is ignored.
-func (p *Page) Set(now time.Time) {
+// Show makes now the virtual wall time that time reads return (virtual monotonic moves by
+// the same amount) without ending any wait: a process woken at that instant by something
+// else (the server's answer) reads the instant it was woken at. Virtual time never goes
+// back: a now before Now is ignored.
+func (p *Page) Show(now time.Time) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	if p.closed || now.UnixNano() <= atomic.LoadInt64(p.i64(offNow)) {
 		return
 	}
 	atomic.StoreInt64(p.i64(offNow), now.UnixNano())
+}
+
+// Set shows now (see Show) and ends every wait due by then, waking the waiters.
+func (p *Page) Set(now time.Time) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	ns := now.UnixNano()
+	if p.closed || ns <= atomic.LoadInt64(p.i64(offFire)) {
+		return
+	}
+	if ns > atomic.LoadInt64(p.i64(offNow)) {
+		atomic.StoreInt64(p.i64(offNow), ns)
+	}
+	atomic.StoreInt64(p.i64(offFire), ns)
 	p.wake()
 }
 

@@ -27,7 +27,7 @@ func (t *Tracee) Idle() (bool, time.Time) {
 	}
 	var next int64
 	for _, w := range t.waits {
-		if w.fired || w.deadline <= t.pub {
+		if w.fired || w.deadline <= t.horizon {
 			t.mu.Unlock()
 			return false, time.Time{}
 		}

@@ -196,7 +196,7 @@ func (t *Tracee) block(th *thread, r *syscall.PtraceRegs, deadline, result int64
 	w := &wait{tid: th.tid, deadline: deadline, result: result}
 	th.w = w
 	t.waits[th.tid] = w
-	if deadline <= t.pub {
+	if deadline <= t.horizon {
 		t.fire(w)
 	}
 }

@@ -40,7 +40,8 @@ type Tracee struct {
 	helping bool
 
 	mu       sync.Mutex
-	pub      int64 // the virtual wall time (ns) the tracee sees: the clock's, as of its last advance
+	pub      int64 // the virtual wall time (ns) the tracee reads: the clock's, shown at each jump
+	horizon  int64 // the virtual time up to which its waits have ended (<= pub; see advance)
 	started  bool
 	threads  map[int]*thread
 	waits    map[int]*wait // registered timed waits, by thread
@@ -85,7 +86,7 @@ func Start(c *vtime.Clock, o Options) (*Tracee, error) {
 		return nil, errors.New("vtime/ptrace: no command to trace")
 	}
 	now := c.Now().UnixNano()
-	t := &Tracee{pub: now, threads: map[int]*thread{}, waits: map[int]*wait{}, kicks: map[int]int{}, left: map[int]bool{},
+	t := &Tracee{pub: now, horizon: now, threads: map[int]*thread{}, waits: map[int]*wait{}, kicks: map[int]int{}, left: map[int]bool{},
 		done: make(chan struct{}), loopDone: make(chan struct{})}
 	for _, p := range o.Release {
 		if r, err := filepath.EvalSymlinks(p); err == nil && filepath.IsAbs(r) {
@@ -93,9 +94,10 @@ func Start(c *vtime.Clock, o Options) (*Tracee, error) {
 		}
 		t.release = append(t.release, p)
 	}
-	t.monoOff = realClock(1) - now
+	t.monoOff = int64(vtime.Uptime) - now
 	t.taiOff = realClock(clockTAI) - realClock(0)
 	t.detach = c.Attach(t)
+	c.OnShow(t.show)
 	c.OnAdvance(t.advance)
 	ready := make(chan error, 1)
 	go t.trace(o, ready)
@@ -438,8 +440,15 @@ func (t *Tracee) forget(tid int) {
 	delete(t.kicks, tid)
 }
 
-// advance follows the clock: the tracee sees now from here on, and every wait due by now
-// is interrupted.
+// show follows the clock's jumps: the tracee reads now from here on, also when something
+// due at now (the server's answer) wakes it before its own waits due then end.
+func (t *Tracee) show(now time.Time) {
+	t.mu.Lock()
+	t.pub = max(t.pub, now.UnixNano())
+	t.mu.Unlock()
+}
+
+// advance ends every wait due by now, once the clock's own timers due then have fired.
 func (t *Tracee) advance(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -447,8 +456,9 @@ func (t *Tracee) advance(now time.Time) {
 		return
 	}
 	t.pub = max(t.pub, now.UnixNano())
+	t.horizon = max(t.horizon, now.UnixNano())
 	for _, w := range t.waits {
-		if !w.fired && w.deadline <= t.pub {
+		if !w.fired && w.deadline <= t.horizon {
 			t.fire(w)
 		}
 	}

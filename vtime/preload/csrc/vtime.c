@@ -110,6 +110,13 @@ int64_t vt_now(void)
 	return __atomic_load_n(&vt_pg->now, __ATOMIC_ACQUIRE);
 }
 
+int64_t vt_horizon(void)
+{
+	if (vt_free_running())
+		return vt_now();
+	return __atomic_load_n(&vt_pg->fire, __ATOMIC_ACQUIRE);
+}
+
 int vt_clock_kind(clockid_t c)
 {
 	if (!vt_on)
@@ -214,7 +221,7 @@ static int vt_sleep_until(int64_t deadline)
 	for (;;) {
 		uint32_t seen = __atomic_load_n(&vt_pg->seq, __ATOMIC_ACQUIRE);
 		int64_t now = vt_now();
-		if (now >= deadline)
+		if (vt_horizon() >= deadline)
 			break;
 		if (vt_free) {
 			struct timespec ts;

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <time.h>
 
-#define VT_VERSION 1
+#define VT_VERSION 2
 #define VT_NONE INT64_MAX /* a slot deadline meaning "no deadline" */
 
 /* Slot states: what a thread registered in a slot is waiting for. */
@@ -34,6 +34,10 @@ struct vt_header {
 	int64_t mono_off;  /* virtual monotonic = now + mono_off */
 	uint32_t nprocs, nslots;
 	uint32_t procs_off, slots_off; /* byte offsets of the tables */
+	/* Virtual wall time up to which waits have ended (<= now). The clock shows a new now
+	 * at once, so a process that the server wakes at that instant reads it, and moves fire
+	 * only after the server's own timers due then: a wait due at an instant ends last. */
+	int64_t fire;
 };
 
 struct vt_proc { /* 64 bytes */
@@ -65,6 +69,7 @@ struct vt_reg {
 };
 
 int64_t vt_now(void) HIDDEN;      /* virtual wall time, ns */
+int64_t vt_horizon(void) HIDDEN;  /* virtual time up to which waits end (see fire), ns */
 int64_t vt_real_mono(void) HIDDEN; /* real CLOCK_MONOTONIC, ns */
 int vt_clock_kind(clockid_t c) HIDDEN;
 int64_t vt_clock_off(int kind) HIDDEN; /* add to virtual wall time to get that clock */

@@ -49,7 +49,7 @@ static void vt_slice_begin(struct vt_sliced *w, int64_t deadline)
 static int64_t vt_slice_next(struct vt_sliced *w)
 {
 	int64_t now = vt_now();
-	if (now >= w->deadline)
+	if (vt_horizon() >= w->deadline)
 		return -1;
 	if (vt_free_running())
 		return w->deadline - now;
@@ -289,7 +289,7 @@ static int vt_cond_wait(pthread_cond_t *c, pthread_mutex_t *m, int kind, const s
 			ra = vt_real_abs(CLOCK_REALTIME, s);
 			rc = REALV(real_cond_timedwait, "pthread_cond_timedwait", "GLIBC_2.3.2")(c, m, &ra);
 		}
-		if (rc == ETIMEDOUT && vt_now() < w.deadline)
+		if (rc == ETIMEDOUT && vt_horizon() < w.deadline)
 			rc = 0;
 	}
 	return vt_slice_end(&w, rc);

@@ -116,14 +116,14 @@ static void *vt_helper(void *arg)
 	vt_reg_begin(&r, VT_SLOT_TIMER, VT_NONE);
 	for (;;) {
 		uint32_t seen = __atomic_load_n(&vt_pg->seq, __ATOMIC_ACQUIRE);
-		int64_t now = vt_now(), next = VT_NONE;
+		int64_t now = vt_now(), fire = vt_horizon(), next = VT_NONE;
 		pthread_mutex_lock(&vt_tmu);
 		for (int i = 0; i < VT_NTIMERS; i++) {
 			struct vt_timer *t = &vt_t[i];
 			if (!t->used || !t->armed)
 				continue;
-			if (t->due <= now) {
-				int64_t late = t->interval ? (now - t->due) / t->interval : 0;
+			if (t->due <= fire) {
+				int64_t late = t->interval ? (fire - t->due) / t->interval : 0;
 				t->overrun = late > INT_MAX ? INT_MAX : (int)late;
 				t->last_overrun = t->overrun;
 				vt_fire(i);
