@@ -15,11 +15,13 @@ if [[ "${1:-}" == --no-container ]]; then
 fi
 make -s build >/dev/null
 go build -o bin/cellcmp ./bench/cmd/cellcmp
-out=$(mktemp -d)
+# DETERMINISM_OUT=DIR keeps the runs' results, scorecards and logs there.
+out=${DETERMINISM_OUT:-$(mktemp -d)}
+mkdir -p "$out"
 hogs=()
 cleanup() {
 	((${#hogs[@]})) && kill "${hogs[@]}" 2>/dev/null
-	rm -rf "$out"
+	[[ -n "${DETERMINISM_OUT:-}" ]] || rm -rf "$out"
 }
 trap cleanup EXIT
 

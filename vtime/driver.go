@@ -107,9 +107,7 @@ func (c *Clock) pendingLocked(wall time.Time) bool {
 }
 
 // participantsIdle asks every attached participant; c.mu is not held (a participant may
-// read /proc). With more than one it asks them all twice: between asking one and asking the
-// next, the next can hand the first work and go idle itself (a curl writes its request to a
-// server already asked, then sleeps in poll), which only a second look at the first sees.
+// read /proc).
 func (c *Clock) participantsIdle() (next time.Time, idle bool) {
 	c.mu.Lock()
 	parts := make([]Participant, 0, len(c.parts))
@@ -117,20 +115,13 @@ func (c *Clock) participantsIdle() (next time.Time, idle bool) {
 		parts = append(parts, p)
 	}
 	c.mu.Unlock()
-	passes := 1
-	if len(parts) > 1 {
-		passes = 2
-	}
-	for range passes {
-		next = time.Time{}
-		for _, p := range parts {
-			ok, n := p.Idle()
-			if !ok {
-				return time.Time{}, false
-			}
-			if !n.IsZero() && (next.IsZero() || n.Before(next)) {
-				next = n
-			}
+	for _, p := range parts {
+		ok, n := p.Idle()
+		if !ok {
+			return time.Time{}, false
+		}
+		if !n.IsZero() && (next.IsZero() || n.Before(next)) {
+			next = n
 		}
 	}
 	return next, true
