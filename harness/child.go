@@ -205,10 +205,17 @@ func (t *childTarget) serverPID() int {
 // failed) is work in progress.
 func (t *childTarget) Idle() (bool, time.Time) {
 	t.mu.Lock()
-	joined := t.link != nil
+	link := t.link
 	t.mu.Unlock()
-	if joined {
-		return true, time.Time{} // the link answers for the server from here on
+	if link != nil {
+		select {
+		case <-link.Joined(): // the link answers for the server from here on
+			return true, time.Time{}
+		case <-link.Done():
+			return true, time.Time{}
+		default:
+			return false, time.Time{} // dialled the clock, not yet on it
+		}
 	}
 	if _, err := os.Stat(filepath.Join(t.dir, childMark)); err != nil {
 		return true, time.Time{} // not launched (yet)
