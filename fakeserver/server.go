@@ -98,6 +98,8 @@ type Server struct {
 	// not move while the loop runs an action or has been told of a new one.
 	task *vtime.Task
 	dead chan struct{} // closed when the process exits
+	// givePort returns a port picked from the process's reservations (see ReservePort).
+	givePort func()
 	// onExit runs at the exit, on the server's own clock step (see OnExit).
 	onExit []func(code int)
 	// deadCtx ends when the process exits, cancelling every request in flight.
@@ -149,7 +151,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.faults = append(s.faults, fault.NewLive(f))
 	}
 	if port == 0 {
-		if port, err = freePort(s.args.Host); err != nil {
+		if dialHost(s.args.Host) == "127.0.0.1" {
+			// Held against every other server of this process until Stop: servers bind
+			// minutes into their timelines, so two picked at once must not share a port.
+			port, s.givePort, err = ReservePort()
+		} else {
+			port, err = freePort(s.args.Host)
+		}
+		if err != nil {
 			s.out.close()
 			return nil, err
 		}
@@ -159,6 +168,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if f, h := s.portHolder(); f != nil {
 		if err := s.startHolder(f, h); err != nil {
 			s.out.close()
+			if s.givePort != nil {
+				s.givePort()
+			}
 			return nil, err
 		}
 	}
@@ -288,6 +300,9 @@ func (s *Server) Stop(context.Context) error {
 		}
 		s.mu.Unlock()
 		s.out.close()
+		if s.givePort != nil {
+			s.givePort()
+		}
 	})
 	return nil
 }
