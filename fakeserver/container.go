@@ -17,7 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
+
 	"syscall"
 	"time"
 
@@ -103,40 +103,8 @@ type Container struct {
 	baseURL string
 	hostDir string      // WithHostDir: the journal and log are read here, not through Docker
 	link    *vtime.Link // WithClock: the container's clock follows this process's
-	// hostPort is WithClock's port on the host network, held for this container until Stop.
-	hostPort int
-}
-
-// hostPorts hands out the loopback ports of containers on the host network. Such a server
-// binds only when its timeline says so, minutes in, so until then its port is merely picked:
-// two containers started at once must never pick the same one.
-var hostPorts = &portSet{used: map[int]bool{}}
-
-type portSet struct {
-	mu   sync.Mutex
-	used map[int]bool
-}
-
-func (p *portSet) take() (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for range 64 {
-		port, err := freePort("127.0.0.1")
-		if err != nil {
-			return 0, err
-		}
-		if !p.used[port] {
-			p.used[port] = true
-			return port, nil
-		}
-	}
-	return 0, errors.New("pick a loopback port: every candidate is held by a live container")
-}
-
-func (p *portSet) give(port int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.used, port)
+	// port is the container's host port, reserved for it until Stop.
+	port *Reservation
 }
 
 type options struct {
@@ -274,15 +242,18 @@ func Run(ctx context.Context, image string, opts ...testcontainers.ContainerCust
 	// returns, and its URL must still be known. Another process can take the port between the
 	// pick and Docker's bind; then Docker refuses, and a fresh port is tried.
 	for attempt := 1; ; attempt++ {
-		port, err := freePort("127.0.0.1")
+		res, err := hostPorts.take()
 		if err != nil {
 			return nil, fmt.Errorf("run fakesglang: %w", err)
 		}
+		port := res.Port()
 		all := append(append(slices.Clip(base), loopbackPort(port, ContainerPort)), opts...)
 		ctr, err := testcontainers.Run(ctx, image, all...)
 		var c *Container
 		if ctr != nil {
-			c = &Container{Container: ctr, hostDir: o.hostDir, baseURL: "http://127.0.0.1:" + strconv.Itoa(port)}
+			c = &Container{Container: ctr, hostDir: o.hostDir, baseURL: "http://127.0.0.1:" + strconv.Itoa(port), port: res}
+		} else {
+			res.Release()
 		}
 		if err != nil && attempt < 3 && portTaken(err) {
 			if c != nil {
@@ -347,10 +318,11 @@ func runOnClock(ctx context.Context, image string, o options, opts []testcontain
 	}
 	release := o.clock.Hold()
 	defer release()
-	port, err := hostPorts.take()
+	res, err := hostPorts.take()
 	if err != nil {
 		return nil, fmt.Errorf("run fakesglang: %w", err)
 	}
+	port := res.Port()
 	args := []string{"--host", "127.0.0.1", "--port", strconv.Itoa(port),
 		"--journal", path.Join(hostDirMount, HostJournal), "--vclock", path.Join(hostDirMount, hostClock),
 		"--start-time", o.clock.Now().UTC().Format(time.RFC3339Nano), "--seed", strconv.FormatInt(o.seed, 10)}
@@ -360,11 +332,11 @@ func runOnClock(ctx context.Context, image string, o options, opts []testcontain
 	}))
 	ctr, err := testcontainers.Run(ctx, image, append(base, opts...)...)
 	if ctr == nil {
-		hostPorts.give(port)
+		res.Release()
 	}
 	var c *Container
 	if ctr != nil {
-		c = &Container{Container: ctr, hostDir: o.hostDir, baseURL: "http://127.0.0.1:" + strconv.Itoa(port), hostPort: port}
+		c = &Container{Container: ctr, hostDir: o.hostDir, baseURL: "http://127.0.0.1:" + strconv.Itoa(port), port: res}
 	}
 	if err != nil {
 		return c, fmt.Errorf("run fakesglang: %w", err)
@@ -490,24 +462,11 @@ func (c *Container) Stop(ctx context.Context) error {
 	if c.link != nil {
 		_ = c.link.Close()
 	}
-	if c.hostPort != 0 && (err == nil || IsGone(err)) {
-		hostPorts.give(c.hostPort)
-		c.hostPort = 0
+	if c.port != nil && (err == nil || IsGone(err)) {
+		c.port.Release()
 	}
 	return err
 }
 
 var _ Target = (*Container)(nil)
 var _ Target = (*Server)(nil)
-
-// ReservePort picks a free loopback port for a server that binds it only later (when its
-// timeline says so) and holds it against every other reservation in this process until
-// release: two servers started at once never pick the same one.
-func ReservePort() (port int, release func(), err error) {
-	port, err = hostPorts.take()
-	if err != nil {
-		return 0, nil, err
-	}
-	var once sync.Once
-	return port, func() { once.Do(func() { hostPorts.give(port) }) }, nil
-}

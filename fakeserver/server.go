@@ -98,8 +98,8 @@ type Server struct {
 	// not move while the loop runs an action or has been told of a new one.
 	task *vtime.Task
 	dead chan struct{} // closed when the process exits
-	// givePort returns a port picked from the process's reservations (see ReservePort).
-	givePort func()
+	// reserved is the loopback port picked for a server given none (see ReservePort).
+	reserved *Reservation
 	// onExit runs at the exit, on the server's own clock step (see OnExit).
 	onExit []func(code int)
 	// deadCtx ends when the process exits, cancelling every request in flight.
@@ -150,15 +150,17 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	for _, f := range cfg.Faults {
 		s.faults = append(s.faults, fault.NewLive(f))
 	}
-	if port == 0 {
-		if dialHost(s.args.Host) == "127.0.0.1" {
-			// Held against every other server of this process until Stop: servers bind
-			// minutes into their timelines, so two picked at once must not share a port.
-			port, s.givePort, err = ReservePort()
-		} else {
-			port, err = freePort(s.args.Host)
+	switch {
+	case port != 0:
+	case dialHost(s.args.Host) == "127.0.0.1":
+		// Reserved until Stop: servers bind minutes into their timelines.
+		if s.reserved, err = ReservePort(); err != nil {
+			s.out.close()
+			return nil, err
 		}
-		if err != nil {
+		port = s.reserved.Port()
+	default:
+		if port, err = freePort(s.args.Host); err != nil {
 			s.out.close()
 			return nil, err
 		}
@@ -168,9 +170,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if f, h := s.portHolder(); f != nil {
 		if err := s.startHolder(f, h); err != nil {
 			s.out.close()
-			if s.givePort != nil {
-				s.givePort()
-			}
+			s.releasePort()
 			return nil, err
 		}
 	}
@@ -198,16 +198,11 @@ func dialHost(host string) string {
 	return host
 }
 
-// freePort asks the kernel for a free port and releases it, so the URL is known long before
-// the timeline binds. Another process could take it meanwhile; Errno 98 is then the honest
-// outcome, as with real SGLang.
-func freePort(host string) (int, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(dialHost(host), "0"))
-	if err != nil {
-		return 0, fmt.Errorf("fakeserver: cannot reserve a port on %s: %w", host, err)
+// releasePort gives up the port's reservation.
+func (s *Server) releasePort() {
+	if s.reserved != nil {
+		s.reserved.Release()
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // BaseURL implements Target.
@@ -300,9 +295,7 @@ func (s *Server) Stop(context.Context) error {
 		}
 		s.mu.Unlock()
 		s.out.close()
-		if s.givePort != nil {
-			s.givePort()
-		}
+		s.releasePort()
 	})
 	return nil
 }

@@ -63,7 +63,7 @@ type childTarget struct {
 	dir        string
 	fakesglang string
 	port       int
-	givePort   func()
+	reserved   *fakeserver.Reservation
 	ln         net.Listener
 	vc         *vtime.Clock
 	startHold  func()
@@ -90,9 +90,10 @@ const (
 
 func (t *childTarget) prepare() error {
 	var err error
-	if t.port, t.givePort, err = fakeserver.ReservePort(); err != nil {
+	if t.reserved, err = fakeserver.ReservePort(); err != nil {
 		return err
 	}
+	t.port = t.reserved.Port()
 	source, err := scenarioSource(t.c, t.dir)
 	if err != nil {
 		return err
@@ -315,8 +316,8 @@ func (t *childTarget) Stop(context.Context) error {
 	if t.vc != nil {
 		t.vc.Close()
 	}
-	if t.givePort != nil {
-		t.givePort()
+	if t.reserved != nil {
+		t.reserved.Release()
 	}
 	return os.RemoveAll(t.dir)
 }
