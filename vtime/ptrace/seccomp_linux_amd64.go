@@ -3,8 +3,10 @@
 package ptrace
 
 import (
+	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -28,13 +30,47 @@ import (
 // the helper's own arguments).
 const seccompHelper = "VTIME_PTRACE_SECCOMP_EXEC"
 
-// timeCalls are the system calls the tracer acts on (see enter).
-var timeCalls = []uint32{
-	sysClockGettime, syscall.SYS_GETTIMEOFDAY, syscall.SYS_TIME,
-	syscall.SYS_NANOSLEEP, syscall.SYS_CLOCK_NANOSLEEP, sysFutex,
-	syscall.SYS_EPOLL_WAIT, syscall.SYS_EPOLL_PWAIT, sysEpollPwait2,
-	syscall.SYS_POLL, syscall.SYS_PPOLL, syscall.SYS_SELECT, syscall.SYS_PSELECT6,
+// timeCalls are the system calls the tracer acts on (see enter), each with the argument
+// that says whether this call needs the tracer: a wait without a timeout (a futex wake, an
+// untimed futex wait, epoll or poll that blocks or does not wait at all) passes the filter
+// without a stop. A Go runtime makes such calls at every handoff between its threads.
+var timeCalls = []struct {
+	nr   uint32
+	when argTest
+}{
+	{sysClockGettime, always}, {syscall.SYS_GETTIMEOFDAY, always}, {syscall.SYS_TIME, always},
+	{syscall.SYS_NANOSLEEP, always}, {syscall.SYS_CLOCK_NANOSLEEP, always},
+	{sysFutex, futexTimedWait},
+	{syscall.SYS_EPOLL_WAIT, argPositive(2)}, {syscall.SYS_POLL, argPositive(2)},
+	{syscall.SYS_EPOLL_PWAIT, argPositive(3)}, {sysEpollPwait2, argNonNull(3)},
+	{syscall.SYS_PPOLL, argNonNull(2)}, {syscall.SYS_SELECT, argNonNull(4)}, {syscall.SYS_PSELECT6, argNonNull(4)},
 }
+
+// An argTest is a kind of check on a call's arguments: the call traces when it holds.
+type argTest struct {
+	kind int // testAlways, testPositive (an int timeout > 0), testNonNull (a pointer), testFutex
+	arg  uint32
+}
+
+const (
+	testAlways = iota
+	testPositive
+	testNonNull
+	testFutex
+)
+
+var (
+	always         = argTest{kind: testAlways}
+	futexTimedWait = argTest{kind: testFutex}
+)
+
+func argPositive(i uint32) argTest { return argTest{kind: testPositive, arg: i} }
+func argNonNull(i uint32) argTest  { return argTest{kind: testNonNull, arg: i} }
+
+// argLow and argHigh are the offsets of argument i's 32-bit halves in seccomp_data
+// (nr, arch, instruction_pointer, then args[6], little-endian).
+func argLow(i uint32) uint32  { return 16 + 8*i }
+func argHigh(i uint32) uint32 { return 20 + 8*i }
 
 const (
 	auditArchX86_64      = 0xc000003e
@@ -47,20 +83,105 @@ const (
 	ptraceEventSeccomp   = 7
 )
 
-// seccompFilter assembles the filter: the calls of timeCalls (x86-64 only) trace, the rest pass.
+// seccompFilter assembles the filter: on x86-64, the calls of timeCalls whose arguments need
+// the tracer trace; every other call passes.
 func seccompFilter() ([]bpf.RawInstruction, error) {
-	n := uint8(len(timeCalls))
-	prog := []bpf.Instruction{
-		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: auditArchX86_64, SkipFalse: n + 1},
-		bpf.LoadAbsolute{Off: 0, Size: 4}, // seccomp_data.nr
+	var a asm
+	a.add(bpf.LoadAbsolute{Off: 4, Size: 4}) // seccomp_data.arch
+	a.jump(bpf.JumpNotEqual, auditArchX86_64, "allow", "")
+	a.add(bpf.LoadAbsolute{Off: 0, Size: 4}) // seccomp_data.nr
+	for i, c := range timeCalls {
+		a.jump(bpf.JumpEqual, c.nr, "call"+strconv.Itoa(i), "")
 	}
-	for i, nr := range timeCalls {
-		// Jump to the RetConstant{trace} after the allow below.
-		prog = append(prog, bpf.JumpIf{Cond: bpf.JumpEqual, Val: nr, SkipTrue: n - uint8(i)})
+	a.add(bpf.RetConstant{Val: seccompRetAllow})
+	for i, c := range timeCalls {
+		a.label("call" + strconv.Itoa(i))
+		switch c.when.kind {
+		case testAlways:
+			a.add(bpf.RetConstant{Val: seccompRetTrace})
+		case testPositive: // an int: > 0 as a signed 32-bit value
+			a.add(bpf.LoadAbsolute{Off: argLow(c.when.arg), Size: 4})
+			a.jump(bpf.JumpEqual, 0, "allow", "")
+			a.jump(bpf.JumpBitsSet, 0x80000000, "allow", "trace")
+		case testNonNull:
+			a.add(bpf.LoadAbsolute{Off: argLow(c.when.arg), Size: 4})
+			a.jump(bpf.JumpNotEqual, 0, "trace", "")
+			a.add(bpf.LoadAbsolute{Off: argHigh(c.when.arg), Size: 4})
+			a.jump(bpf.JumpNotEqual, 0, "trace", "allow")
+		case testFutex: // FUTEX_WAIT or FUTEX_WAIT_BITSET with a timeout (args[3])
+			a.add(bpf.LoadAbsolute{Off: argLow(1), Size: 4})
+			a.add(bpf.ALUOpConstant{Op: bpf.ALUOpAnd, Val: futexCmdMask})
+			a.jump(bpf.JumpEqual, futexWait, "futexTimeout", "")
+			a.jump(bpf.JumpEqual, futexWaitBitset, "futexTimeout", "allow")
+		}
 	}
-	prog = append(prog, bpf.RetConstant{Val: seccompRetAllow}, bpf.RetConstant{Val: seccompRetTrace})
+	a.label("futexTimeout")
+	a.add(bpf.LoadAbsolute{Off: argLow(3), Size: 4})
+	a.jump(bpf.JumpNotEqual, 0, "trace", "")
+	a.add(bpf.LoadAbsolute{Off: argHigh(3), Size: 4})
+	a.jump(bpf.JumpNotEqual, 0, "trace", "allow")
+	a.label("allow") // BPF jumps only forward: the two endings come last
+	a.add(bpf.RetConstant{Val: seccompRetAllow})
+	a.label("trace")
+	a.add(bpf.RetConstant{Val: seccompRetTrace})
+	prog, err := a.resolve()
+	if err != nil {
+		return nil, err
+	}
 	return bpf.Assemble(prog)
+}
+
+// asm is a BPF program with forward jumps to labels; "" falls through.
+type asm struct {
+	prog   []bpf.Instruction
+	labels map[string]int
+	jumps  []pendingJump
+}
+
+type pendingJump struct {
+	at              int
+	cond            bpf.JumpTest
+	val             uint32
+	onTrue, onFalse string
+}
+
+func (a *asm) add(in bpf.Instruction) { a.prog = append(a.prog, in) }
+
+func (a *asm) label(name string) {
+	if a.labels == nil {
+		a.labels = map[string]int{}
+	}
+	a.labels[name] = len(a.prog)
+}
+
+func (a *asm) jump(cond bpf.JumpTest, val uint32, onTrue, onFalse string) {
+	a.jumps = append(a.jumps, pendingJump{at: len(a.prog), cond: cond, val: val, onTrue: onTrue, onFalse: onFalse})
+	a.prog = append(a.prog, nil)
+}
+
+func (a *asm) resolve() ([]bpf.Instruction, error) {
+	skip := func(from int, label string) (uint8, error) {
+		if label == "" {
+			return 0, nil
+		}
+		to, ok := a.labels[label]
+		if !ok || to <= from || to-from-1 > 255 {
+			return 0, fmt.Errorf("seccomp filter: no forward jump from %d to %q", from, label)
+		}
+		return uint8(to - from - 1), nil
+	}
+	for _, j := range a.jumps {
+		t, err := skip(j.at, j.onTrue)
+		if err != nil {
+			return nil, err
+		}
+		f, err := skip(j.at, j.onFalse)
+		if err != nil {
+			return nil, err
+		}
+		a.prog[j.at] = bpf.JumpIf{Cond: j.cond, Val: j.val, SkipTrue: t, SkipFalse: f}
+	}
+	return a.prog, nil
 }
 
 // helperArgv is how the tracer starts argv under the filter, or nil when it cannot (no
