@@ -53,6 +53,10 @@ type Tracee struct {
 	code     int
 	done     chan struct{}
 	loopDone chan struct{}
+	// ownGone is closed once the first process has exited and no thread of the trace is left
+	// but released ones (see Close).
+	ownGone     chan struct{}
+	ownGoneOnce sync.Once
 }
 
 type thread struct {
@@ -87,7 +91,7 @@ func Start(c *vtime.Clock, o Options) (*Tracee, error) {
 	}
 	now := c.Now().UnixNano()
 	t := &Tracee{pub: now, horizon: now, threads: map[int]*thread{}, waits: map[int]*wait{}, kicks: map[int]int{}, left: map[int]bool{},
-		done: make(chan struct{}), loopDone: make(chan struct{})}
+		done: make(chan struct{}), loopDone: make(chan struct{}), ownGone: make(chan struct{})}
 	for _, p := range o.Release {
 		if r, err := filepath.EvalSymlinks(p); err == nil && filepath.IsAbs(r) {
 			p = r
@@ -132,8 +136,10 @@ func (t *Tracee) Recorded() {
 	t.mu.Unlock()
 }
 
-// Close kills what is left of the process group, waits for the tracer to end and leaves the
-// clock. Safe to call twice.
+// Close kills what is left of the process group, waits for its processes to be gone and
+// leaves the clock. Safe to call twice. A released process (a server a launch tool started,
+// in a session of its own) may outlive the group: the tracer goes on resuming it until it
+// exits, which its owner sees to.
 func (t *Tracee) Close() {
 	t.mu.Lock()
 	if t.closed {
@@ -145,6 +151,7 @@ func (t *Tracee) Close() {
 	_ = syscall.Kill(-t.pid, syscall.SIGKILL)
 	select {
 	case <-t.loopDone:
+	case <-t.ownGone:
 	case <-time.After(5 * time.Second): // a member that left the group: EXITKILL ends it with the tracer
 	}
 	t.detach()
@@ -252,8 +259,12 @@ func wait4(pid int, ws *syscall.WaitStatus) (int, error) {
 func (t *Tracee) handle(tid int, ws syscall.WaitStatus) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.stops++
+	// A released process's stops are not the tool's work: it joins the clock by other means
+	// (fakesglang's clock link), and its Go runtime stops here many times a second.
 	if ws.Exited() || ws.Signaled() {
+		if !t.left[tid] {
+			t.stops++
+		}
 		t.gone(tid, ws)
 		return
 	}
@@ -282,6 +293,7 @@ func (t *Tracee) handle(tid int, ws syscall.WaitStatus) {
 		_ = syscall.PtraceCont(tid, int(sig))
 		return
 	}
+	t.stops++
 	th := t.threads[tid]
 	if th == nil { // its SIGSTOP came before its creator's event
 		th = &thread{tid: tid, fresh: true}
@@ -423,6 +435,11 @@ func (t *Tracee) released(pid int) bool {
 func (t *Tracee) gone(tid int, ws syscall.WaitStatus) {
 	delete(t.threads, tid)
 	t.forget(tid)
+	defer func() {
+		if t.exited && len(t.threads) == 0 {
+			t.ownGoneOnce.Do(func() { close(t.ownGone) })
+		}
+	}()
 	if tid != t.pid || t.exited {
 		return
 	}
