@@ -331,7 +331,7 @@ func (h Healthcheck) Wait(ctx context.Context, env Env) error {
 		// Docker waits one interval before the first check.
 		code, exit := 0, false
 		vtime.IdleDuring(ctx, env.Clock, func() {
-			gapped := env.Clock.NewTimer(gap)
+			gapped := vtime.TaskTimer(vtime.TaskFrom(ctx), env.Clock, gap) // busy from its fire on
 			defer gapped.Stop()
 			select {
 			case code = <-exited:

@@ -35,7 +35,9 @@ func Wait(ctx context.Context, spec Spec) (Report, error) {
 		w.procDone = s.Process.Done()
 	}
 	w.syncer, _ = s.Log.(Syncer)
-	w.timer = w.clock.NewTimer(0)
+	// The loop's own timer marks its task busy at the fire: a tick received while the clock
+	// waits out its quiet window must not let time jump before the loop has handled it.
+	w.timer = vtime.TaskTimer(w.loopTask, w.clock, 0)
 	defer w.timer.Stop()
 	for !w.m.d.done {
 		w.schedule()

@@ -303,6 +303,10 @@ func (c *Clock) fireLocked(t *timer, wall time.Time) func() {
 		c.busy++
 		return t.fn
 	}
+	if w := t.wakes; w != nil && !w.ended && w.waiting && !w.inWait {
+		w.waiting = false // as Wake: busy from the fire on
+		c.busy++
+	}
 	select {
 	case t.ch <- c.now:
 	default:

@@ -248,6 +248,32 @@ func (t *Task) Idle(f func()) {
 	f()
 }
 
+// NewTimer is a channel timer of t's clock whose fire marks t busy, in the fire's own clock
+// step, when t is idle in Idle. A goroutine that a plain channel timer wakes has only the
+// clock's quiet window (Options.Quiet) to become busy again, and a loaded machine can keep
+// it off the CPU longer: time then jumps before it acts (llmwait's stall tick, received at
+// 5m23s, was handled at the next instant due, 36m00s). On a plain task it is the clock's
+// own timer.
+func (t *Task) NewTimer(d time.Duration) clockwork.Timer {
+	if t == nil {
+		panic("vtime: NewTimer on a nil Task")
+	}
+	if t.c == nil {
+		return t.plain.NewTimer(d)
+	}
+	tm := &timer{c: t.c, ch: make(chan time.Time, 1), idx: -1, wakes: t}
+	t.c.arm(tm, d)
+	return tm
+}
+
+// TaskTimer is t.NewTimer(d) when t is a task of clock, and clock.NewTimer(d) otherwise.
+func TaskTimer(t *Task, clock clockwork.Clock, d time.Duration) clockwork.Timer {
+	if t != nil && t.on(clock) {
+		return t.NewTimer(d)
+	}
+	return clock.NewTimer(d)
+}
+
 // Request holds the clock for a request t is about to make to addr (host:port), when a
 // server on t's clock listens there: until the server's handler has begun (Started) or t is
 // busy again after the Idle it makes the request in. Call it while t is busy, right before.

@@ -16,6 +16,7 @@ type timer struct {
 	fn     func()
 	task   *Task
 	period time.Duration // tickers
+	wakes  *Task         // a channel timer's owner, marked busy at each fire (Task.NewTimer)
 
 	firedWall time.Time // wall time of the last delivery on ch
 }
