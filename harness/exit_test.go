@@ -5,9 +5,11 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/vtime"
 )
 
@@ -87,5 +89,60 @@ func TestExitNoticeLateRegistration(t *testing.T) {
 	n.OnExit(func(c int) { got = append(got, c) })
 	if len(got) != 2 || got[0] != 1 || got[1] != 1 {
 		t.Fatalf("got %v, want [1 1]", got)
+	}
+}
+
+// exitAt is a server that exits at a virtual instant and whose Done watcher runs late.
+type exitAt struct {
+	clk   *vtime.Clock
+	exits exitNotice
+	done  chan struct{}
+}
+
+func (e *exitAt) Clock() replay.Clock     { return e.clk }
+func (e *exitAt) Done() <-chan struct{}   { return e.done }
+func (e *exitAt) OnExit(f func(code int)) { e.exits.OnExit(f) }
+
+// The {{.PID}} stand-in is gone at the instant of the exit: a tool that checks it the next
+// second finds no process, however late the goroutine watching Done runs (here 200 ms of
+// wall time). Before, the clock could move on while the stand-in still lived, and
+// sglang-popen saw s6-warmup-kill's exit one 10 s check apart between two runs.
+func TestStandInGoneAtTheExit(t *testing.T) {
+	rd, err := NewRunDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	epoch := time.Unix(1_700_000_000, 0)
+	clk := vtime.New(epoch, vtime.Options{})
+	defer clk.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv := &exitAt{clk: clk, done: make(chan struct{})}
+	stop, pid, err := standIn(srv, rd, func() {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	const crash = 26 * time.Second
+	st := vtime.NewTask(clk)
+	go func() {
+		defer st.End()
+		if st.Sleep(ctx, crash) != nil {
+			return
+		}
+		srv.exits.fire(137)
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			close(srv.done)
+		}()
+	}()
+	tool := vtime.NewTask(clk)
+	defer tool.End()
+	if err := tool.Sleep(ctx, crash+time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Fatalf("the stand-in %d still runs at %s, 1s after the exit", pid, clk.Since(epoch))
 	}
 }

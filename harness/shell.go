@@ -701,10 +701,17 @@ func (g groupScan) progressed(prev groupScan) bool {
 	return false
 }
 
+// exitSource is what standIn needs of a Target.
+type exitSource interface {
+	Clock() replay.Clock
+	Done() <-chan struct{}
+	OnExit(f func(code int))
+}
+
 // standIn starts a process that lives exactly as long as the target's server, so a tool that
 // watches {{.PID}} sees the in-process server die; onExit runs when the server has exited,
 // before the stand-in ends. It is killed and reaped by stop.
-func standIn(t Target, rd *RunDir, onExit func()) (stop func(), pid int, err error) {
+func standIn(t exitSource, rd *RunDir, onExit func()) (stop func(), pid int, err error) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		return nil, 0, fmt.Errorf("sleep not found on PATH: needed for the {{.PID}} stand-in")
@@ -728,6 +735,17 @@ func standIn(t Target, rd *RunDir, onExit func()) (stop func(), pid int, err err
 		untrack()
 		close(reaped)
 	}()
+	if vc, ok := t.Clock().(*vtime.Clock); ok {
+		// The exit is an instant: a tool that checks {{.PID}} right after it must find the
+		// stand-in gone, so the clock stays there until it is reaped.
+		t.OnExit(func(int) {
+			release := vc.Hold()
+			go func() {
+				<-reaped
+				release()
+			}()
+		})
+	}
 	var once sync.Once
 	return func() { once.Do(func() { close(done); <-reaped }) }, cmd.Process.Pid, nil
 }
