@@ -17,7 +17,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
 	"syscall"
 	"time"
 

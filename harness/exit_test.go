@@ -102,11 +102,17 @@ type exitAt struct {
 func (e *exitAt) Clock() replay.Clock     { return e.clk }
 func (e *exitAt) Done() <-chan struct{}   { return e.done }
 func (e *exitAt) OnExit(f func(code int)) { e.exits.OnExit(f) }
+func (e *exitAt) Exited() (int, bool) {
+	e.exits.mu.Lock()
+	defer e.exits.mu.Unlock()
+	return e.exits.code, e.exits.fired
+}
 
 // The {{.PID}} stand-in is gone at the instant of the exit: a tool that checks it the next
 // second finds no process, however late the goroutine watching Done runs (here 200 ms of
-// wall time). Before, the clock could move on while the stand-in still lived, and
-// sglang-popen saw s6-warmup-kill's exit one 10 s check apart between two runs.
+// wall time). Before, the stand-in was killed only once Done was seen, and the clock could
+// move on meanwhile: sglang-popen saw s6-warmup-kill's exit one 10 s check apart between
+// two runs.
 func TestStandInGoneAtTheExit(t *testing.T) {
 	rd, err := NewRunDir(t.TempDir())
 	if err != nil {
@@ -119,7 +125,7 @@ func TestStandInGoneAtTheExit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv := &exitAt{clk: clk, done: make(chan struct{})}
-	stop, pid, err := standIn(srv, rd, func() {})
+	stop, pid, err := standIn(srv, rd, func(int) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -228,7 +228,7 @@ func (r shellRun) run(ctx context.Context) (Claim, error) {
 		r.release = []string{ct.fakesglang}
 	} else if r.tool.usesPID() {
 		var codeFile string
-		onExit := func() {}
+		onExit := func(int) {}
 		if r.tool.usesLaunch() {
 			dir, err := os.MkdirTemp(r.rundir.Path(), "launch-")
 			if err != nil {
@@ -236,11 +236,7 @@ func (r shellRun) run(ctx context.Context) (Claim, error) {
 			}
 			defer os.RemoveAll(dir)
 			codeFile = filepath.Join(dir, "exit-code")
-			onExit = func() {
-				if code, ok := r.target.Exited(); ok {
-					_ = writeExitCode(codeFile, code)
-				}
-			}
+			onExit = func(code int) { _ = writeExitCode(codeFile, code) }
 		}
 		stop, spid, err := standIn(r.target, r.rundir, onExit)
 		if err != nil {
@@ -705,13 +701,16 @@ func (g groupScan) progressed(prev groupScan) bool {
 type exitSource interface {
 	Clock() replay.Clock
 	Done() <-chan struct{}
+	Exited() (code int, ok bool)
 	OnExit(f func(code int))
 }
 
 // standIn starts a process that lives exactly as long as the target's server, so a tool that
-// watches {{.PID}} sees the in-process server die; onExit runs when the server has exited,
-// before the stand-in ends. It is killed and reaped by stop.
-func standIn(t exitSource, rd *RunDir, onExit func()) (stop func(), pid int, err error) {
+// watches {{.PID}} sees the in-process server die; onExit runs with the exit code when the
+// server has exited, before the stand-in ends. It is killed and reaped by stop. The exit is
+// an instant: on virtual time the clock stays at it until the stand-in is reaped, so a tool
+// that checks {{.PID}} right after finds it gone.
+func standIn(t exitSource, rd *RunDir, onExit func(code int)) (stop func(), pid int, err error) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		return nil, 0, fmt.Errorf("sleep not found on PATH: needed for the {{.PID}} stand-in")
@@ -724,10 +723,24 @@ func standIn(t exitSource, rd *RunDir, onExit func()) (stop func(), pid int, err
 	untrack := rd.trackGroup(cmd.Process.Pid)
 	done := make(chan struct{})
 	reaped := make(chan struct{})
+	exited := make(chan int, 1)
+	t.OnExit(func(code int) { // in the exit's clock step
+		if vc, ok := t.Clock().(*vtime.Clock); ok {
+			release := vc.Hold()
+			go func() {
+				<-reaped
+				release()
+			}()
+		}
+		exited <- code
+	})
 	go func() {
 		select {
+		case code := <-exited:
+			onExit(code)
 		case <-t.Done():
-			onExit()
+			code, _ := t.Exited()
+			onExit(code)
 		case <-done:
 		}
 		_ = cmd.Process.Kill()
@@ -735,17 +748,6 @@ func standIn(t exitSource, rd *RunDir, onExit func()) (stop func(), pid int, err
 		untrack()
 		close(reaped)
 	}()
-	if vc, ok := t.Clock().(*vtime.Clock); ok {
-		// The exit is an instant: a tool that checks {{.PID}} right after it must find the
-		// stand-in gone, so the clock stays there until it is reaped.
-		t.OnExit(func(int) {
-			release := vc.Hold()
-			go func() {
-				<-reaped
-				release()
-			}()
-		})
-	}
 	var once sync.Once
 	return func() { once.Do(func() { close(done); <-reaped }) }, cmd.Process.Pid, nil
 }
