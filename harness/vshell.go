@@ -72,12 +72,11 @@ type shellParticipant struct {
 	release  []string // executables that keep their own time: never a bypass
 }
 
+// Idle implements vtime.Participant. The group is read before its output pipe: a line it
+// writes after its read is in the pipe by then.
 func (p *shellParticipant) Idle() (bool, time.Time) {
-	if vtime.Unread(p.out) > 0 {
-		return false, time.Time{}
-	}
 	idle, next := p.g.Idle()
-	if !idle {
+	if !idle || vtime.Unread(p.out) > 0 {
 		return false, time.Time{}
 	}
 	// An idle answer has just read every member: the live ones are Members.
@@ -90,6 +89,10 @@ func (p *shellParticipant) Idle() (bool, time.Time) {
 	}
 	return true, next
 }
+
+// Stage implements vtime.Staged: the group's processes hand requests, output and launched
+// servers to the clock's other participants.
+func (p *shellParticipant) Stage() int { return vtime.StageProcesses }
 
 // bypassing reports whether a member is a Go or static binary, which sleeps in real time
 // while the group looks idle; the first time, it closes untraced.

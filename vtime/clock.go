@@ -13,6 +13,7 @@ package vtime
 import (
 	"container/heap"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,28 @@ type Participant interface {
 	// and the earliest virtual instant it waits for (zero: none).
 	Idle() (idle bool, next time.Time)
 }
+
+// Staged is a Participant that says when, within one pass over the participants, the driver
+// asks it: lowest stage first, attach order within a stage; a participant that is not Staged
+// is at stage 0.
+//
+// The participants are asked one after the other, not at one instant. Work handed from one
+// to another without a hold of the clock (a process writes to a pipe or a socket, or execs a
+// server that joins the clock) is seen only if the one that hands it over is asked first:
+// idle when asked, it cannot hand anything over afterwards without time moving, and what it
+// handed over before is the receiver's when the receiver is asked.
+type Staged interface {
+	Participant
+	Stage() int
+}
+
+// Stages of the participants that hand work to others: a tool's processes hand requests,
+// output lines and launched servers to everything else, and a follower clock (a server in
+// another process) hands log lines and exits to the leader's participants.
+const (
+	StageProcesses = -2
+	StageFollowers = -1
+)
 
 // Uptime is what CLOCK_MONOTONIC reads at a run's start for the processes on its clock (a
 // day of uptime): fixed, not the host's, so that what a program computes from it is the
@@ -75,9 +98,9 @@ type Clock struct {
 	now       time.Time
 	timers    timerHeap
 	seq       uint64
-	busy      int      // Task, Hold and AfterFunc work in progress
-	fired     []*timer // channel timers fired whose value may not have been received yet
-	parts     map[uint64]Participant
+	busy      int                    // Task, Hold and AfterFunc work in progress
+	fired     []*timer               // channel timers fired whose value may not have been received yet
+	parts     []attached             // in the order the driver asks them (see Staged)
 	listeners map[string]bool        // addresses of listeners wrapped by Listen
 	clients   map[string]*clientConn // Go clients' connections by local address (see DialContext)
 	partSeq   uint64
@@ -98,7 +121,7 @@ type Clock struct {
 
 // New returns a clock reading start, with its driver running. Close stops it.
 func New(start time.Time, opts Options) *Clock {
-	c := &Clock{opts: opts.withDefaults(), now: start, published: start, shown: start, parts: map[uint64]Participant{},
+	c := &Clock{opts: opts.withDefaults(), now: start, published: start, shown: start,
 		listeners: map[string]bool{}, clients: map[string]*clientConn{},
 		kick: make(chan struct{}, 1), doneCh: make(chan struct{})}
 	c.wg.Add(1)
@@ -119,11 +142,11 @@ func (c *Clock) Close() {
 	c.closed = true
 	close(c.doneCh)
 	parts := c.parts
-	c.parts = map[uint64]Participant{}
+	c.parts = nil
 	c.mu.Unlock()
 	c.wg.Wait()
-	for _, p := range parts {
-		if cl, ok := p.(io.Closer); ok {
+	for _, a := range parts {
+		if cl, ok := a.p.(io.Closer); ok {
 			_ = cl.Close()
 		}
 	}
@@ -139,21 +162,36 @@ func (c *Clock) Jumps() uint64 {
 // Attach adds a participant the clock waits for before every jump; detach removes it. A
 // participant still attached when the clock closes is closed with it if it is an io.Closer.
 func (c *Clock) Attach(p Participant) (detach func()) {
+	a := attached{p: p}
+	if s, ok := p.(Staged); ok {
+		a.stage = s.Stage()
+	}
 	c.mu.Lock()
 	c.partSeq++
-	id := c.partSeq
-	c.parts[id] = p
+	a.id = c.partSeq
+	i := len(c.parts)
+	for i > 0 && c.parts[i-1].stage > a.stage {
+		i--
+	}
+	c.parts = slices.Insert(c.parts, i, a)
 	c.mu.Unlock()
 	c.touch()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			c.mu.Lock()
-			delete(c.parts, id)
+			c.parts = slices.DeleteFunc(c.parts, func(b attached) bool { return b.id == a.id })
 			c.mu.Unlock()
 			c.touch()
 		})
 	}
+}
+
+// attached is a participant with its place in the driver's pass.
+type attached struct {
+	p     Participant
+	id    uint64
+	stage int
 }
 
 // OnShow registers f to be called with the time at every jump, before anything due then

@@ -173,6 +173,64 @@ func TestParticipantsGateAndDriveJumps(t *testing.T) {
 	detach()
 }
 
+// A process hands work to another participant without a hold (it writes a request, execs a
+// server that will join the clock) just after the driver asked the receiver and just before
+// it asks the process. Asked in attach order the receiver would be asked first and time
+// would jump past the hand-over; the process's stage has it asked first.
+func TestStagesOrderTheParticipantsPass(t *testing.T) {
+	c := newClock(t)
+	c.AfterFunc(time.Minute, func() {})
+	recv := &receiver{c: c}
+	c.Attach(recv)
+	c.Attach(&giver{to: recv})
+	within(t, 5*time.Second, func() {
+		for c.Now().Equal(epoch) {
+			time.Sleep(time.Millisecond)
+		}
+	})
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	if !recv.done || !recv.at.Equal(epoch) {
+		t.Fatalf("the handed-over work ended at %s (done %v), want +0s: time moved past it", recv.at.Sub(epoch), recv.done)
+	}
+}
+
+// giver is a process that, when first asked, has just handed its work over and is idle.
+type giver struct {
+	to   *receiver
+	once sync.Once
+}
+
+func (g *giver) Idle() (bool, time.Time) {
+	g.once.Do(func() {
+		g.to.mu.Lock()
+		g.to.busy = true
+		g.to.mu.Unlock()
+	})
+	return true, time.Time{}
+}
+
+func (g *giver) Stage() int { return StageProcesses }
+
+// receiver does the work it was handed (the server picks the request up) once asked.
+type receiver struct {
+	c    *Clock
+	mu   sync.Mutex
+	busy bool
+	done bool
+	at   time.Time
+}
+
+func (r *receiver) Idle() (bool, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.busy {
+		r.busy, r.done, r.at = false, true, r.c.Now()
+		return false, time.Time{}
+	}
+	return true, time.Time{}
+}
+
 func TestStopDropsAStaleValue(t *testing.T) {
 	// A value nobody receives holds the clock for Abandon; keep that short here.
 	c := New(epoch, Options{Abandon: 50 * time.Millisecond})

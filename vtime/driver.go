@@ -2,6 +2,7 @@ package vtime
 
 import (
 	"container/heap"
+	"slices"
 	"time"
 )
 
@@ -106,17 +107,14 @@ func (c *Clock) pendingLocked(wall time.Time) bool {
 	return pending || received
 }
 
-// participantsIdle asks every attached participant; c.mu is not held (a participant may
-// read /proc).
+// participantsIdle asks every attached participant, in stage order (see Staged); c.mu is not
+// held (a participant may read /proc).
 func (c *Clock) participantsIdle() (next time.Time, idle bool) {
 	c.mu.Lock()
-	parts := make([]Participant, 0, len(c.parts))
-	for _, p := range c.parts {
-		parts = append(parts, p)
-	}
+	parts := slices.Clone(c.parts)
 	c.mu.Unlock()
-	for _, p := range parts {
-		ok, n := p.Idle()
+	for _, a := range parts {
+		ok, n := a.p.Idle()
 		if !ok {
 			return time.Time{}, false
 		}

@@ -51,7 +51,7 @@ type follower struct {
 // conn (see Lead) says so, once Join has been called. Close closes conn.
 func Follow(conn io.ReadWriteCloser, start time.Time, opts Options) *Clock {
 	f := &follower{w: bufio.NewWriter(conn), rc: conn, horizon: start}
-	c := &Clock{opts: opts.withDefaults(), now: start, published: start, parts: map[uint64]Participant{},
+	c := &Clock{opts: opts.withDefaults(), now: start, published: start,
 		listeners: map[string]bool{}, clients: map[string]*clientConn{},
 		kick: make(chan struct{}, 1), doneCh: make(chan struct{}), link: f}
 	c.wg.Add(2)
@@ -313,6 +313,10 @@ func (l *Link) fire(now time.Time) { l.ask("F", now) }
 
 // Idle implements Participant: it asks the follower.
 func (l *Link) Idle() (bool, time.Time) { return l.ask("Q", time.Unix(0, 0)) }
+
+// Stage implements Staged: the follower's server hands log lines and its exit to the
+// leader's participants.
+func (l *Link) Stage() int { return StageFollowers }
 
 // ask sends a question and waits for its reply.
 func (l *Link) ask(kind string, now time.Time) (bool, time.Time) {

@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/incident-replay/incident-replay/vtime"
 )
 
 // Idle implements vtime.Participant: the tracee can make no progress until virtual time
@@ -80,6 +82,10 @@ func (t *Tracee) Idle() (bool, time.Time) {
 	}
 	return true, time.Unix(0, next)
 }
+
+// Stage implements vtime.Staged: the tracee's processes hand requests, output and launched
+// servers to the clock's other participants.
+func (t *Tracee) Stage() int { return vtime.StageProcesses }
 
 // exists reports whether thread tid is still there (a zombie included).
 func exists(tid int) bool {
