@@ -5,7 +5,10 @@ package ptrace
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strconv"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/incident-replay/incident-replay/vtime"
@@ -44,9 +47,12 @@ func (t *Tracee) Idle() (bool, time.Time) {
 	stops := t.stops
 	t.mu.Unlock()
 
+	t.files.mu.Lock()
+	defer t.files.mu.Unlock()
+	t.files.keep(tids)
 	first := make([]threadState, len(tids))
 	for i, tid := range tids {
-		s, ok := readThread(tid)
+		s, ok := t.files.read(tid)
 		if !ok && !exists(tid) {
 			// Gone without a report to the tracer (a thread of a process that left the
 			// trace): nothing of it can run.
@@ -64,10 +70,10 @@ func (t *Tracee) Idle() (bool, time.Time) {
 		first[i] = s
 	}
 	for i, tid := range tids {
-		if !offCPU(tid) {
+		if !t.files.offCPU(tid) {
 			return false, time.Time{}
 		}
-		if s, ok := readThread(tid); !ok || s != first[i] {
+		if s, ok := t.files.read(tid); !ok || s != first[i] {
 			return false, time.Time{}
 		}
 	}
@@ -98,12 +104,93 @@ type threadState struct {
 	runtime, runs uint64
 }
 
-// readThread reads a thread's state (/proc/TID/stat) and its run time and run count
-// (/proc/TID/schedstat).
-func readThread(tid int) (threadState, bool) {
+// threadFiles keeps each thread's /proc files open between reads: the driver asks every few
+// milliseconds, and a pread of an open file costs a third of an open, read and close. A
+// kept file fails with ESRCH once its thread is gone, even if the id was handed out again.
+type threadFiles struct {
+	mu     sync.Mutex
+	open   map[int]*procFiles
+	buf    [512]byte
+	closed bool
+}
+
+type procFiles struct{ stat, sched, sys int }
+
+// files returns tid's open files, opening them on first use; nil when the thread is gone.
+func (f *threadFiles) files(tid int) *procFiles {
+	if p := f.open[tid]; p != nil {
+		return p
+	}
+	if f.closed {
+		return nil
+	}
 	dir := "/proc/" + strconv.Itoa(tid) + "/"
-	b, err := os.ReadFile(dir + "stat")
-	if err != nil {
+	var fds [3]int
+	for i, name := range []string{"stat", "schedstat", "syscall"} {
+		fd, err := syscall.Open(dir+name, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			for _, o := range fds[:i] {
+				syscall.Close(o)
+			}
+			return nil
+		}
+		fds[i] = fd
+	}
+	if f.open == nil {
+		f.open = map[int]*procFiles{}
+	}
+	p := &procFiles{fds[0], fds[1], fds[2]}
+	f.open[tid] = p
+	return p
+}
+
+// pread reads one of tid's files into f.buf; on failure the thread's files are closed.
+func (f *threadFiles) pread(tid int, which func(*procFiles) int) ([]byte, bool) {
+	p := f.files(tid)
+	if p == nil {
+		return nil, false
+	}
+	n, err := syscall.Pread(which(p), f.buf[:], 0)
+	if err != nil || n <= 0 {
+		f.drop(tid)
+		return nil, false
+	}
+	return f.buf[:n], true
+}
+
+func (f *threadFiles) drop(tid int) {
+	if p := f.open[tid]; p != nil {
+		syscall.Close(p.stat)
+		syscall.Close(p.sched)
+		syscall.Close(p.sys)
+		delete(f.open, tid)
+	}
+}
+
+// keep closes the files of threads not in tids.
+func (f *threadFiles) keep(tids []int) {
+	for tid := range f.open {
+		if !slices.Contains(tids, tid) {
+			f.drop(tid)
+		}
+	}
+}
+
+// close closes every file; later reads fail.
+func (f *threadFiles) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for tid := range f.open {
+		f.drop(tid)
+	}
+	f.closed = true
+}
+
+// read reads a thread's state (/proc/TID/stat) and its run time and run count
+// (/proc/TID/schedstat).
+func (f *threadFiles) read(tid int) (threadState, bool) {
+	b, ok := f.pread(tid, func(p *procFiles) int { return p.stat })
+	if !ok {
 		return threadState{}, false
 	}
 	i := bytes.LastIndexByte(b, ')')
@@ -111,23 +198,22 @@ func readThread(tid int) (threadState, bool) {
 		return threadState{}, false
 	}
 	s := threadState{state: b[i+2]}
-	b, err = os.ReadFile(dir + "schedstat")
-	if err != nil {
+	if b, ok = f.pread(tid, func(p *procFiles) int { return p.sched }); !ok {
 		return threadState{}, false
 	}
-	f := bytes.Fields(b)
-	if len(f) < 3 {
+	fs := bytes.Fields(b)
+	if len(fs) < 3 {
 		return threadState{}, false
 	}
-	s.runtime, _ = strconv.ParseUint(string(f[0]), 10, 64)
-	s.runs, _ = strconv.ParseUint(string(f[2]), 10, 64)
+	s.runtime, _ = strconv.ParseUint(string(fs[0]), 10, 64)
+	s.runs, _ = strconv.ParseUint(string(fs[2]), 10, 64)
 	return s, true
 }
 
 // offCPU reports whether a thread read as asleep has left the CPU: a thread shows S as soon
 // as it means to sleep and runs on until it is switched out; reading /proc/TID/syscall waits
 // for the switch, and says "running" when the thread woke instead.
-func offCPU(tid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/syscall")
-	return err == nil && len(b) > 0 && !bytes.HasPrefix(b, []byte("running"))
+func (f *threadFiles) offCPU(tid int) bool {
+	b, ok := f.pread(tid, func(p *procFiles) int { return p.sys })
+	return ok && !bytes.HasPrefix(b, []byte("running"))
 }

@@ -23,8 +23,10 @@ import (
 // program (init below), and the tracer follows from the exec on.
 //
 // A filter cannot be removed, and SECCOMP_RET_TRACE without a tracer fails the call with
-// ENOSYS: a released process (Options.Release) therefore stays traced, every stop of it
-// resumed at once.
+// ENOSYS: a released process (Options.Release) therefore stays traced. Where the tracer may
+// (CAP_SYS_ADMIN), it suspends the filter for that process and the threads it makes
+// (PTRACE_O_SUSPEND_SECCOMP), so only its clones and exit stop; elsewhere every stop of it
+// is resumed at once: a Go server's runtime makes thousands of timed waits a second.
 
 // seccompHelper marks the helper process: its value is the program to exec (argv follows in
 // the helper's own arguments).
@@ -73,14 +75,15 @@ func argLow(i uint32) uint32  { return 16 + 8*i }
 func argHigh(i uint32) uint32 { return 20 + 8*i }
 
 const (
-	auditArchX86_64      = 0xc000003e
-	seccompRetAllow      = 0x7fff0000
-	seccompRetTrace      = 0x7ff00000
-	seccompSetModeFilter = 1
-	sysSeccomp           = 317
-	prSetNoNewPrivs      = 38
-	ptraceOTraceSeccomp  = 0x80
-	ptraceEventSeccomp   = 7
+	auditArchX86_64       = 0xc000003e
+	seccompRetAllow       = 0x7fff0000
+	seccompRetTrace       = 0x7ff00000
+	seccompSetModeFilter  = 1
+	sysSeccomp            = 317
+	prSetNoNewPrivs       = 38
+	ptraceOTraceSeccomp   = 0x80
+	ptraceOSuspendSeccomp = 0x200000
+	ptraceEventSeccomp    = 7
 )
 
 // seccompFilter assembles the filter: on x86-64, the calls of timeCalls whose arguments need

@@ -39,6 +39,8 @@ type Tracee struct {
 	// (until its exec): its waits are real and invisible, so the tracee counts as busy.
 	helping bool
 
+	files threadFiles // the threads' /proc files, for Idle
+
 	mu       sync.Mutex
 	pub      int64 // the virtual wall time (ns) the tracee reads: the clock's, shown at each jump
 	horizon  int64 // the virtual time up to which its waits have ended (<= pub; see advance)
@@ -155,6 +157,7 @@ func (t *Tracee) Close() {
 	case <-time.After(5 * time.Second): // a member that left the group: EXITKILL ends it with the tracer
 	}
 	t.detach()
+	t.files.close()
 }
 
 const (
@@ -364,6 +367,8 @@ func (t *Tracee) event(th *thread, cause int) bool {
 			delete(t.threads, th.tid)
 			t.forget(th.tid)
 			if t.seccomp {
+				// Kept traced, its filter suspended where the tracer may (see seccompHelper).
+				_ = syscall.PtraceSetOptions(th.tid, traceOptions|ptraceOSuspendSeccomp)
 				_ = syscall.PtraceCont(th.tid, 0)
 			} else {
 				_ = syscall.PtraceDetach(th.tid)
