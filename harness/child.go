@@ -31,7 +31,7 @@ type childLauncher struct {
 }
 
 func (childLauncher) Name() string            { return "child" }
-func (childLauncher) Published() bool         { return false }
+func (childLauncher) Published(float64) bool  { return false }
 func (childLauncher) Overhead() time.Duration { return 250 * time.Millisecond }
 func (childLauncher) Virtual() bool           { return true }
 func (l childLauncher) Launch(ctx context.Context, c Case, speed float64) (Target, error) {

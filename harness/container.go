@@ -30,8 +30,10 @@ type Container struct {
 // Name implements Launcher.
 func (Container) Name() string { return "container" }
 
-// Published implements Launcher: docker-proxy holds the host port from the start.
-func (Container) Published() bool { return true }
+// Published implements Launcher: docker-proxy holds the host port from the start, except on
+// virtual time, where the container shares the host's network and its server binds the port
+// itself when its timeline says so.
+func (Container) Published(speed float64) bool { return speed != Virtual }
 
 // Overhead implements Launcher: Docker reports an exit and docker-proxy a new listener up to
 // ~2 s late on a busy 2-core host.

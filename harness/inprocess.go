@@ -40,7 +40,7 @@ type InProcess struct {
 func (InProcess) Name() string { return "inprocess" }
 
 // Published implements Launcher: the server binds the port itself.
-func (InProcess) Published() bool { return false }
+func (InProcess) Published(float64) bool { return false }
 
 // Overhead implements Launcher: goroutine scheduling and faketime process start-up on a
 // busy 2-core machine.

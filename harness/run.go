@@ -156,7 +156,7 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 	}
 	clock := tgt.Clock()
 	out := &tailBuffer{max: 2048}
-	claim, err := runTool(ctx, c, t, res.Mode, clock, tgt, launcher.Published(), res.Limit, r.Faketime, r.RunDir, bin, out)
+	claim, err := runTool(ctx, c, t, res.Mode, clock, tgt, launcher.Published(res.Speed), res.Limit, r.Faketime, r.RunDir, bin, out)
 	if errors.Is(err, errUntraced) && ptrace.Supported {
 		// A Go or static binary the command's first program started: the run so far was not
 		// on virtual time, so it is thrown away and the pair runs again, traced.
@@ -170,7 +170,7 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 		}
 		clock = tgt.Clock()
 		out = &tailBuffer{max: 2048}
-		claim, err = runTool(ctx, c, t, res.Mode, clock, tgt, launcher.Published(), res.Limit, r.Faketime, r.RunDir, bin, out)
+		claim, err = runTool(ctx, c, t, res.Mode, clock, tgt, launcher.Published(res.Speed), res.Limit, r.Faketime, r.RunDir, bin, out)
 	}
 	res.Output = out.String()
 	if cu, ok := tgt.(catcher); ok && err == nil {

@@ -128,8 +128,9 @@ type Launcher interface {
 	Launch(ctx context.Context, c Case, speed float64) (Target, error)
 	// Name says where servers run ("inprocess", "container").
 	Name() string
-	// Published reports whether server ports are published through a proxy (containers).
-	Published() bool
+	// Published reports whether server ports are published through a proxy at speed (a
+	// container off virtual time), which holds the port from the start.
+	Published(speed float64) bool
 	// Overhead is the wall time the launcher's plumbing may add between a server event and
 	// a tool seeing it (see PolicyFor).
 	Overhead() time.Duration
