@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"syscall"
 	"time"
@@ -23,6 +24,15 @@ import (
 // listener with an http.Server passed through Serve.
 func Listen(ln net.Listener, c *Clock) net.Listener {
 	l := &listener{Listener: ln, c: c, conns: map[*serverConn]struct{}{}}
+	if tl, ok := ln.(*net.TCPListener); ok {
+		if f, err := tl.File(); err == nil {
+			if raw, err := f.SyscallConn(); err == nil {
+				l.file, l.raw = f, raw
+			} else {
+				f.Close()
+			}
+		}
+	}
 	l.detach = c.Attach(l)
 	c.mu.Lock()
 	c.listeners[ln.Addr().String()] = true
@@ -95,24 +105,79 @@ type listener struct {
 	net.Listener
 	c      *Clock
 	detach func()
+	// file is a TCP listener's socket, duplicated, and raw its poller: accept waits on them
+	// so that it can take the clock before a connection leaves the queue. nil for others.
+	file *os.File
+	raw  syscall.RawConn
 
 	mu    sync.Mutex
 	conns map[*serverConn]struct{}
 }
 
 func (l *listener) Accept() (net.Conn, error) {
-	nc, err := l.Listener.Accept()
+	nc, release, err := l.accept()
 	if err != nil {
 		return nil, err
+	}
+	if testHookAccepted != nil {
+		testHookAccepted()
 	}
 	k := &serverConn{Conn: nc, c: l.c, l: l}
 	l.mu.Lock()
 	l.conns[k] = struct{}{}
 	l.mu.Unlock()
+	release()
 	return k, nil
 }
 
+// testHookAccepted runs between taking a connection and registering it (tests widen the gap).
+var testHookAccepted func()
+
+// accept takes the next connection with the clock held from before it leaves the accept
+// queue until the caller has made it one of l.conns (then it calls release): in between,
+// Idle would find it in neither, and a request written to it could wait out a jump.
+func (l *listener) accept() (nc net.Conn, release func(), err error) {
+	if l.raw == nil {
+		nc, err := l.Listener.Accept()
+		return nc, func() {}, err
+	}
+	for {
+		var nfd int
+		var aerr error
+		err = l.raw.Read(func(fd uintptr) bool {
+			release = l.c.Hold()
+			nfd, _, aerr = syscall.Accept4(int(fd), syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC)
+			if aerr == syscall.EAGAIN || aerr == syscall.EINTR {
+				release()
+				return false // wait until a connection is queued
+			}
+			return true
+		})
+		switch {
+		case err != nil: // closed
+			return nil, nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: net.ErrClosed}
+		case aerr == syscall.ECONNABORTED: // gone before it was taken; net.Listener skips it too
+			release()
+			continue
+		case aerr != nil:
+			release()
+			return nil, nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: os.NewSyscallError("accept4", aerr)}
+		}
+		f := os.NewFile(uintptr(nfd), "tcp")
+		nc, err = net.FileConn(f) // a duplicate of nfd, on the runtime's poller
+		f.Close()
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		return nc, release, nil
+	}
+}
+
 func (l *listener) Close() error {
+	if l.file != nil {
+		_ = l.file.Close() // ends a wait in accept; the listening socket is closed below
+	}
 	l.detach()
 	l.c.mu.Lock()
 	delete(l.c.listeners, l.Listener.Addr().String())

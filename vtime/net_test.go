@@ -69,3 +69,57 @@ func TestRequestHandOver(t *testing.T) {
 		}
 	})
 }
+
+// A connection taken from the accept queue and not yet registered is neither in the backlog
+// nor among the listener's connections: the clock must be held over that gap, or a request
+// written to it waits out a jump. The hook widens the gap to 100 ms of wall time.
+func TestAcceptHoldsTheClock(t *testing.T) {
+	c := newClock(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vl := Listen(ln, c)
+	defer vl.Close()
+	inGap := make(chan struct{})
+	testHookAccepted = func() {
+		close(inGap)
+		time.Sleep(100 * time.Millisecond)
+	}
+	defer func() { testHookAccepted = nil }()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		nc, err := vl.Accept()
+		if err == nil {
+			accepted <- nc
+		}
+	}()
+	nc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Write([]byte("GET / HTTP/1.1\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-inGap:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the connection was not accepted")
+	}
+	for range 20 {
+		idle, _ := vl.(Participant).Idle()
+		c.mu.Lock()
+		busy := c.busy
+		c.mu.Unlock()
+		if idle && busy == 0 {
+			t.Fatal("between accept and registration the listener is idle and nothing holds the clock")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	sc := <-accepted
+	defer sc.Close()
+	if idle, _ := vl.(Participant).Idle(); idle {
+		t.Fatal("a registered connection with an unread request must keep the listener busy")
+	}
+}
