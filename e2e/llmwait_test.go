@@ -21,17 +21,14 @@ import (
 	"github.com/incident-replay/incident-replay/scenarios"
 )
 
-// llmwaitSpeed compresses scenario time for the library runs: a 10-minute load is 10 s.
-// binarySpeed is lower: a process start and a log poll cost wall milliseconds that S
+// binarySpeed compresses scenario time for the binary's runs (llmwait attach --speed S has
+// no virtual time of its own): a process start and a log poll cost wall milliseconds that S
 // multiplies, and on a loaded CI host 100 ms at 60x is 6 s of scenario time.
-const (
-	llmwaitSpeed = 60
-	binarySpeed  = 20
-)
+const binarySpeed = 20
 
 // llmwait must reach every catalogue scenario's expected verdict, as the library (the
-// harness's built-in tool, on the run's clock) and as the binary (llmwait attach --speed S,
-// following the server's log file). Servers run in-process; pairs run in parallel.
+// harness's built-in tool, on the run's virtual clock) and as the binary (llmwait attach
+// --speed S, following the server's log file). Servers run in-process; pairs run in parallel.
 var _ = Describe("llmwait against the catalogue", Serial, Ordered, ContinueOnFailure, Label("inprocess", "slow"), func() {
 	all, loadErr := scenarios.Catalogue()
 	type key struct{ scenario, tool string }
@@ -50,7 +47,7 @@ var _ = Describe("llmwait against the catalogue", Serial, Ordered, ContinueOnFai
 		binTool := binaryTool(bin)
 		launcher := harness.InProcess{Dir: GinkgoT().TempDir()}
 		runners := map[string]harness.Runner{
-			lib.Name:     {Launcher: launcher, Speed: llmwaitSpeed},
+			lib.Name:     {Launcher: launcher, Speed: harness.Virtual},
 			binTool.Name: {Launcher: launcher, Speed: binarySpeed},
 		}
 		var mu sync.Mutex
@@ -166,14 +163,10 @@ func lastLines(b []byte, n int) string {
 // notDetected marks a tool whose claim is not of the event's kind.
 const notDetected time.Duration = -2
 
-var _ = Describe("llmwait detection latency vs the founding loops", Serial, Ordered, Label("inprocess", "slow", "bench"), func() {
+var _ = Describe("llmwait detection latency vs the founding loops", Ordered, Label("inprocess", "slow", "bench"), func() {
 	names := []string{"s0-happy-era-c", "s1-empty-200", "hicache-48-cold-start", "hicache-300-host-oom", "s4-crash-during-load"}
 
 	It("is lower on every founding-incident scenario", func(ctx SpecContext) {
-		ft, err := harness.FindFaketime()
-		if err != nil {
-			Skip(err.Error())
-		}
 		all, err := scenarios.Catalogue()
 		Expect(err).NotTo(HaveOccurred())
 		tools := []harness.Tool{libraryTool()}
@@ -183,7 +176,8 @@ var _ = Describe("llmwait detection latency vs the founding loops", Serial, Orde
 			}
 		}
 		Expect(tools).To(HaveLen(3))
-		runner := harness.Runner{Launcher: harness.InProcess{Dir: GinkgoT().TempDir()}, Speed: llmwaitSpeed, Faketime: ft}
+		// On virtual time: a latency depends on the tools, not on how loaded the host is.
+		runner := harness.Runner{Launcher: harness.InProcess{Dir: GinkgoT().TempDir()}, Speed: harness.Virtual}
 		lat := map[string]map[string]time.Duration{}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
