@@ -370,7 +370,7 @@ func (r shellRun) command(ctx context.Context, script string) (argv, env []strin
 	if vs != nil {
 		// On virtual time every process of the tool reads the clock from the page: no
 		// faketime. A sleep's wait costs nothing there, but its fork and exec cost a probe
-		// loop's iteration about a fifth of its CPU, so it is the builtin here too.
+		// loop about a tenth of its CPU, so it is the builtin here too.
 		argv = []string{bash, "-c", sleepPrelude() + script}
 		env = append(append([]string(nil), r.env...), vs.env()...)
 		return argv, env, vs, nil

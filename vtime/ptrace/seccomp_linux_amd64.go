@@ -26,7 +26,7 @@ import (
 // ENOSYS: a released process (Options.Release) therefore stays traced. Where the tracer may
 // (CAP_SYS_ADMIN), it suspends the filter for that process and the threads it makes
 // (PTRACE_O_SUSPEND_SECCOMP), so only its clones and exit stop; elsewhere every stop of it
-// is resumed at once: a Go server's runtime makes thousands of timed waits a second.
+// is resumed at once, and a Go server's runtime makes timed waits all the time.
 
 // seccompHelper marks the helper process: its value is the program to exec (argv follows in
 // the helper's own arguments).
