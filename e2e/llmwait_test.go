@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -16,19 +12,12 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/incident-replay/incident-replay/harness"
-	"github.com/incident-replay/incident-replay/ready"
-	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/scenarios"
 )
 
-// binarySpeed compresses scenario time for the binary's runs (llmwait attach --speed S has
-// no virtual time of its own): a process start and a log poll cost wall milliseconds that S
-// multiplies, and on a loaded CI host 100 ms at 60x is 6 s of scenario time.
-const binarySpeed = 20
-
 // llmwait must reach every catalogue scenario's expected verdict, as the library (the
-// harness's built-in tool, on the run's virtual clock) and as the binary (llmwait attach
-// --speed S, following the server's log file). Servers run in-process; pairs run in parallel.
+// harness's built-in tool) and as the binary (llmwait attach, following the server's log
+// file), both on the run's virtual clock. Servers run in-process; pairs run in parallel.
 var _ = Describe("llmwait against the catalogue", Serial, Ordered, ContinueOnFailure, Label("inprocess", "slow"), func() {
 	all, loadErr := scenarios.Catalogue()
 	type key struct{ scenario, tool string }
@@ -48,11 +37,11 @@ var _ = Describe("llmwait against the catalogue", Serial, Ordered, ContinueOnFai
 		launcher := harness.InProcess{Dir: GinkgoT().TempDir()}
 		runners := map[string]harness.Runner{
 			lib.Name:     {Launcher: launcher, Speed: harness.Virtual},
-			binTool.Name: {Launcher: launcher, Speed: binarySpeed},
+			binTool.Name: {Launcher: launcher, Speed: harness.Virtual},
 		}
 		var mu sync.Mutex
 		var wg sync.WaitGroup
-		sem := make(chan struct{}, 4) // a binary run is timing-sensitive at 60x: keep the CPU free
+		sem := make(chan struct{}, 4) // a traced binary run costs a core while it works
 		for _, s := range all {
 			c, err := harness.NewCase(s, 1)
 			Expect(err).NotTo(HaveOccurred(), s.Name)
@@ -96,64 +85,17 @@ func libraryTool() harness.Tool {
 	return harness.Tool{}
 }
 
-// binaryTool runs the llmwait binary in attach mode at the run's speed. It is a Go wait
-// function rather than a shell tool because faketime cannot reach a Go binary's clock;
-// --speed puts it on the same compressed time instead.
+// binaryTool runs the llmwait binary in attach mode, following the server's log file, as a
+// shell tool: the harness finds a Go binary first in the command and traces it onto the run's
+// virtual clock. The server runs in the harness's process, so its PID is the stand-in that
+// lives as long as the server (identity cannot hold for a stand-in).
 func binaryTool(bin string) harness.Tool {
 	return harness.Tool{
-		Name: "llmwait-bin", Description: "llmwait attach --speed S (binary)", Interval: time.Second,
+		Name: "llmwait-bin", Description: "llmwait attach (binary), traced", Interval: time.Second,
 		Budget: 30 * time.Minute, MustPass: true,
-		Wait: func(ctx context.Context, env harness.Env) error {
-			speed := replay.Factor(env.Clock)
-			if speed <= 0 {
-				return errors.New("llmwait-bin needs a running clock")
-			}
-			args := []string{"attach", "--url", env.URL, "--log", env.LogFile,
-				"--speed", strconv.FormatFloat(speed, 'g', -1, 64), "--quiet"}
-			if len(env.Launch) > 0 {
-				if sa, _, err := ready.ServerCommandArgs(env.Launch); err == nil && sa.APIKey != "" {
-					args = append(args, "--api-key", sa.APIKey)
-				}
-			}
-			if env.Done != nil {
-				// The server runs in this process: give llmwait a stand-in PID that dies with it,
-				// as the harness does for shell tools (identity cannot hold for a stand-in).
-				standIn := exec.Command("sleep", "86400")
-				if err := standIn.Start(); err != nil {
-					return fmt.Errorf("stand-in process: %w", err)
-				}
-				defer func() { standIn.Process.Kill(); standIn.Wait() }()
-				go func() {
-					select {
-					case <-env.Done:
-						standIn.Process.Kill()
-					case <-ctx.Done():
-					}
-				}()
-				args = append(args, "--pid", strconv.Itoa(standIn.Process.Pid), "--identity=false")
-			}
-			cmd := exec.CommandContext(ctx, bin, args...)
-			cmd.Env = append(os.Environ(), "NO_COLOR=1")
-			out, err := cmd.CombinedOutput()
-			if err != nil {
-				return fmt.Errorf("llmwait: %w: %s", err, lastLines(out, 6))
-			}
-			return nil
-		},
+		Command: bin + ` attach --url {{.URL}} --log {{.LogFile}} --pid {{.PID}} --identity=false --quiet` +
+			`{{if .APIKey}} --api-key {{.APIKey}}{{end}}`,
 	}
-}
-
-func lastLines(b []byte, n int) string {
-	end := len(b)
-	for i := len(b) - 1; i >= 0 && n > 0; i-- {
-		if b[i] == '\n' && i != len(b)-1 {
-			n--
-			if n == 0 {
-				return string(b[i+1 : end])
-			}
-		}
-	}
-	return string(b)
 }
 
 // Detection latency against the founding incidents' loops: the time from the event a tool
