@@ -105,8 +105,9 @@ type threadState struct {
 }
 
 // threadFiles keeps each thread's /proc files open between reads: the driver asks every few
-// milliseconds, and a pread of an open file costs a third of an open, read and close. A
-// kept file fails with ESRCH once its thread is gone, even if the id was handed out again.
+// milliseconds, and a pread of an open file spares the path lookup, open and close of each
+// read. A kept file fails with ESRCH once its thread is gone, even if the id was handed out
+// again.
 type threadFiles struct {
 	mu     sync.Mutex
 	open   map[int]*procFiles
