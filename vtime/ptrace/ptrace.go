@@ -2,11 +2,14 @@
 // LD_PRELOAD library cannot reach: Go binaries (they read the time through the vDSO and
 // sleep in raw system calls) and static binaries.
 //
-// The tracer starts the program under ptrace and, at every exec, turns AT_SYSINFO_EHDR in
-// the new image's auxiliary vector into AT_IGNORE: without a vDSO, Go's runtime (nanotime1
-// and walltime test vdsoClockgettimeSym for zero) and glibc read the time with the
-// clock_gettime system call. At the exit of clock_gettime, gettimeofday and time the tracer
-// writes the virtual time. A timed wait (nanosleep, clock_nanosleep, futex with a timeout,
+// The tracer starts the program under ptrace and, at every exec, writes over the new image's
+// vDSO clock_gettime a block of code that answers clock_gettime, gettimeofday and time from
+// data words the tracer keeps at the virtual time (through /proc/PID/mem, at each jump), and
+// points the vDSO's gettimeofday and time there: Go's runtime and glibc read the clock
+// through the vDSO, so a read costs no stop. Where the vDSO is not the image the tracer
+// knows, it turns AT_SYSINFO_EHDR in the auxiliary vector into AT_IGNORE instead: the
+// program then reads the time with system calls, and at their exit the tracer writes the
+// virtual time. A timed wait (nanosleep, clock_nanosleep, futex with a timeout,
 // epoll_wait, epoll_pwait, epoll_pwait2, poll, ppoll, select, pselect6) is registered with
 // its virtual deadline and made unbounded in real time; when the clock reaches the deadline
 // the tracer interrupts the thread with SIGURG, makes the call return as if its timeout had

@@ -41,6 +41,8 @@ type Tracee struct {
 
 	files threadFiles // the threads' /proc files, for Idle
 
+	clocks map[int]*vclock // processes whose vDSO reads the virtual time, by pid (see vclock)
+
 	mu       sync.Mutex
 	pub      int64 // the virtual wall time (ns) the tracee reads: the clock's, shown at each jump
 	horizon  int64 // the virtual time up to which its waits have ended (<= pub; see advance)
@@ -63,6 +65,7 @@ type Tracee struct {
 
 type thread struct {
 	tid   int
+	proc  int  // its process's id
 	fresh bool // created and not yet past its first SIGSTOP
 	in    bool // between its syscall-enter and syscall-exit stops
 	// goRuntime: the thread runs a Go binary, whose nanosleep(2) calls are the runtime's own
@@ -92,7 +95,7 @@ func Start(c *vtime.Clock, o Options) (*Tracee, error) {
 		return nil, errors.New("vtime/ptrace: no command to trace")
 	}
 	now := c.Now().UnixNano()
-	t := &Tracee{pub: now, horizon: now, threads: map[int]*thread{}, waits: map[int]*wait{}, kicks: map[int]int{}, left: map[int]bool{},
+	t := &Tracee{pub: now, horizon: now, threads: map[int]*thread{}, waits: map[int]*wait{}, kicks: map[int]int{}, left: map[int]bool{}, clocks: map[int]*vclock{},
 		done: make(chan struct{}), loopDone: make(chan struct{}), ownGone: make(chan struct{})}
 	for _, p := range o.Release {
 		if r, err := filepath.EvalSymlinks(p); err == nil && filepath.IsAbs(r) {
@@ -158,6 +161,11 @@ func (t *Tracee) Close() {
 	}
 	t.detach()
 	t.files.close()
+	t.mu.Lock()
+	for pid := range t.clocks {
+		t.dropClock(pid)
+	}
+	t.mu.Unlock()
 }
 
 const (
@@ -210,14 +218,14 @@ func (t *Tracee) trace(o Options, ready chan<- error) {
 		t.reapAll()
 		return
 	}
-	if err := stripVDSO(pid); err != nil {
+	if err := t.patchVDSO(pid); err != nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		ready <- err
 		t.reapAll()
 		return
 	}
 	t.mu.Lock()
-	t.threads[pid] = &thread{tid: pid}
+	t.threads[pid] = &thread{tid: pid, proc: pid}
 	t.started = true
 	t.mu.Unlock()
 	ready <- nil
@@ -349,6 +357,25 @@ func (t *Tracee) event(th *thread, cause int) bool {
 			t.threads[n] = &thread{tid: n, fresh: true}
 		}
 		t.threads[n].goRuntime = th.goRuntime // the same program until it execs
+		// The new process gets the vDSO block of its creator's memory: a copy to keep
+		// up to date (fork), or the same memory (vfork, a thread).
+		flags := uint64(0)
+		switch cause {
+		case syscall.PTRACE_EVENT_VFORK:
+			flags = cloneVM
+		case syscall.PTRACE_EVENT_CLONE:
+			var ok bool
+			if flags, ok = cloneFlags(th.tid); !ok {
+				flags = cloneVM | cloneThread
+			}
+		}
+		t.threads[n].proc = n
+		if flags&cloneThread != 0 {
+			t.threads[n].proc = th.proc
+		}
+		if flags&cloneVM == 0 {
+			t.forked(th.proc, n)
+		}
 	case syscall.PTRACE_EVENT_EXEC:
 		// A thread other than the leader that execs takes the leader's id; the others are gone.
 		if former := int(msg); former != th.tid {
@@ -361,8 +388,10 @@ func (t *Tracee) event(th *thread, cause int) bool {
 			}
 		}
 		th.restart.nr = 0
+		th.proc = th.tid
 		t.helping = false
 		if t.released(th.tid) {
+			t.dropClock(th.tid)
 			t.left[th.tid] = true
 			delete(t.threads, th.tid)
 			t.forget(th.tid)
@@ -376,7 +405,7 @@ func (t *Tracee) event(th *thread, cause int) bool {
 			return true
 		}
 		th.goRuntime = isGo(th.tid)
-		_ = stripVDSO(th.tid)
+		_ = t.patchVDSO(th.tid)
 	}
 	return false
 }
@@ -440,6 +469,7 @@ func (t *Tracee) released(pid int) bool {
 func (t *Tracee) gone(tid int, ws syscall.WaitStatus) {
 	delete(t.threads, tid)
 	t.forget(tid)
+	t.dropClock(tid)
 	defer func() {
 		if t.exited && len(t.threads) == 0 {
 			t.ownGoneOnce.Do(func() { close(t.ownGone) })
@@ -467,6 +497,7 @@ func (t *Tracee) forget(tid int) {
 func (t *Tracee) show(now time.Time) {
 	t.mu.Lock()
 	t.pub = max(t.pub, now.UnixNano())
+	t.publish()
 	t.mu.Unlock()
 }
 
@@ -478,6 +509,7 @@ func (t *Tracee) advance(now time.Time) {
 		return
 	}
 	t.pub = max(t.pub, now.UnixNano())
+	t.publish()
 	t.horizon = max(t.horizon, now.UnixNano())
 	for _, w := range t.waits {
 		if !w.fired && w.deadline <= t.horizon {
@@ -495,9 +527,9 @@ func (t *Tracee) fire(w *wait) {
 	_, _, _ = syscall.RawSyscall(syscall.SYS_TKILL, uintptr(w.tid), uintptr(syscall.SIGURG), 0)
 }
 
-// stripVDSO turns AT_SYSINFO_EHDR into AT_IGNORE in the auxiliary vector of a process that
+// hideVDSO turns AT_SYSINFO_EHDR into AT_IGNORE in the auxiliary vector of a process that
 // has just exec'd: its stack pointer is at argc, then argv, envp and the auxv pairs.
-func stripVDSO(pid int) error {
+func hideVDSO(pid int) error {
 	var regs syscall.PtraceRegs
 	if err := syscall.PtraceGetRegs(pid, &regs); err != nil {
 		return fmt.Errorf("vtime/ptrace: read the registers at exec: %w", err)
