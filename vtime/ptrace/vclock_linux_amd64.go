@@ -70,6 +70,9 @@ type vdsoImage struct {
 
 var ownVDSO = sync.OnceValues(readOwnVDSO)
 
+// hideClock makes every exec hide the vDSO instead: the benchmarks' baseline.
+var hideClock bool
+
 func readOwnVDSO() (*vdsoImage, error) {
 	base, err := auxvValue("self", atSysinfoEhdr)
 	if err != nil || base == 0 {
@@ -153,8 +156,8 @@ func (t *Tracee) patchVDSO(pid int) error {
 }
 
 func (t *Tracee) installVClock(pid int) error {
-	if t.closed {
-		return errors.New("closed")
+	if t.closed || hideClock {
+		return errors.New("closed, or the clock block is off")
 	}
 	own, err := ownVDSO()
 	if err != nil {
