@@ -289,7 +289,7 @@ func (l *Link) read(r *bufio.Reader, addr string) {
 			}
 		case w[0] == "A" && len(w) == 2:
 			if cc := l.c.client(w[1]); cc != nil {
-				cc.t.holdUntilBusy()
+				cc.answered()
 			}
 		case w[0] == "X" && len(w) == 2:
 			if code, err := strconv.Atoi(w[1]); err == nil {

@@ -92,7 +92,7 @@ func Answered(ctx context.Context) {
 		k.mu.Unlock()
 		addr := k.RemoteAddr().String()
 		if cc := k.c.client(addr); cc != nil {
-			cc.t.holdUntilBusy()
+			cc.answered()
 		} else {
 			k.c.handOver("A", addr)
 		}
@@ -322,6 +322,29 @@ type clientConn struct {
 	net.Conn
 	t     *Task
 	local string
+	wrote uint64 // the task's Idle the last request was written in (see Task.idles); c.mu
+}
+
+// Write records the Idle of the task's in which the request goes out: only there does the
+// task wait for its answer.
+func (k *clientConn) Write(p []byte) (int, error) {
+	c := k.t.c
+	c.mu.Lock()
+	k.wrote = k.t.idles
+	c.mu.Unlock()
+	return k.Conn.Write(p)
+}
+
+// answered holds the clock for the task until it is busy again, if it still waits in the
+// Idle it wrote its last request in.
+func (k *clientConn) answered() {
+	c := k.t.c
+	c.mu.Lock()
+	idle := k.wrote
+	c.mu.Unlock()
+	if idle != 0 {
+		k.t.holdUntilBusyIn(idle)
+	}
 }
 
 func (k *clientConn) Close() error {

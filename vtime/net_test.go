@@ -13,36 +13,22 @@ import (
 // due shortly after the server's answer never fires first, however slowly either side works.
 func TestRequestHandOver(t *testing.T) {
 	c := newClock(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	vl := Listen(ln, c)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		task := NewTask(c)
-		defer task.End()
-		ctx := WithTask(r.Context(), task)
-		Started(ctx)
-		defer Answered(ctx)
+	ln := serveOnClock(t, c, func(ctx context.Context, task *Task) {
 		time.Sleep(20 * time.Millisecond) // work before the wait
 		_ = task.Sleep(ctx, time.Second)
 		time.Sleep(20 * time.Millisecond) // work after it
-		_, _ = io.WriteString(w, "ok")
-	})}
-	Serve(srv)
-	go func() { _ = srv.Serve(vl) }()
-	defer srv.Close()
+	})
 
-	tr := &http.Transport{DisableKeepAlives: true, DialContext: DialContext((&net.Dialer{}).DialContext)}
-	client := &http.Client{Transport: tr}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: DialContext((&net.Dialer{}).DialContext)}}
 	late := c.NewTimer(1100 * time.Millisecond)
 	defer late.Stop()
 	within(t, 10*time.Second, func() {
 		for i := range 5 {
 			task := NewTask(c)
-			req, _ := http.NewRequestWithContext(WithTask(context.Background(), task), http.MethodGet, "http://"+ln.Addr().String()+"/", nil)
+			req, _ := http.NewRequestWithContext(WithTask(context.Background(), task), http.MethodGet, "http://"+ln+"/", nil)
 			var resp *http.Response
-			task.Request(ln.Addr().String())
+			var err error
+			task.Request(ln)
 			task.Idle(func() {
 				resp, err = client.Do(req)
 				if err == nil {
@@ -67,6 +53,64 @@ func TestRequestHandOver(t *testing.T) {
 			late.Stop()
 			task.End()
 		}
+	})
+}
+
+// serveOnClock serves HTTP on a listener of c whose handler runs work as its own task between
+// Started and Answered, then answers "ok"; it returns the listener's address.
+func serveOnClock(t *testing.T, c *Clock, work func(ctx context.Context, task *Task)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		task := NewTask(c)
+		defer task.End()
+		ctx := WithTask(r.Context(), task)
+		Started(ctx)
+		defer Answered(ctx)
+		work(ctx, task)
+		_, _ = io.WriteString(w, "ok")
+	})}
+	Serve(srv)
+	vl := Listen(ln, c)
+	go func() { _ = srv.Serve(vl) }()
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// A client that stopped waiting for an answer (it left the request to a goroutine and went
+// on) waits for a timer of its own next. The answer, when it comes, must not hold the clock
+// for the client until it is busy again: that is the timer's fire, which the hold would keep
+// from coming.
+func TestLateAnswerToAnAbandonedRequest(t *testing.T) {
+	c := newClock(t)
+	addr := serveOnClock(t, c, func(ctx context.Context, task *Task) { _ = task.Sleep(ctx, time.Second) })
+	client := &http.Client{Transport: &http.Transport{DialContext: DialContext((&net.Dialer{}).DialContext)}}
+	within(t, 10*time.Second, func() {
+		task := NewTask(c)
+		defer task.End()
+		ctx := WithTask(context.Background(), task)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)
+		answered := make(chan struct{})
+		task.Request(addr)
+		task.Idle(func() {
+			go func() {
+				defer close(answered)
+				if resp, err := client.Do(req); err == nil {
+					resp.Body.Close()
+				}
+			}()
+			patience := task.NewTimer(500 * time.Millisecond)
+			<-patience.Chan()
+		})
+		next := task.NewTimer(5 * time.Second)
+		task.Idle(func() { <-next.Chan() })
+		if got, want := c.Now().Sub(epoch), 5500*time.Millisecond; got != want {
+			t.Errorf("the client's timer fired at %s, want %s", got, want)
+		}
+		<-answered
 	})
 }
 

@@ -26,6 +26,7 @@ type Task struct {
 	notified bool // Notify came while not waiting: the next Wait returns at once
 	ended    bool
 	t        *timer
+	idles    uint64   // Idle calls begun: which one a request was written in (clientConn)
 	netHolds []func() // holds of this task's connections, released when it is busy again
 	reqHold  func()   // a request to a server on the clock that no handler has taken yet
 }
@@ -224,6 +225,7 @@ func (t *Task) Idle(f func()) {
 		return
 	}
 	t.waiting = true
+	t.idles++
 	c.busy--
 	c.mu.Unlock()
 	c.touch()
@@ -306,10 +308,16 @@ func (t *Task) taken() {
 
 // holdUntilBusy holds the clock on t's behalf until t is busy again (see Idle); a task that
 // is not idle now is busy already and needs no hold.
-func (t *Task) holdUntilBusy() {
+func (t *Task) holdUntilBusy() { t.holdUntilBusyIn(0) }
+
+// holdUntilBusyIn is holdUntilBusy for an answer to a request t wrote in its Idle number
+// idle (0: any): in a later Idle t no longer waits for it. It went on without the answer
+// (it gave up, or left the request to a goroutine), and what it waits for now may need time
+// to move, which the hold would forbid.
+func (t *Task) holdUntilBusyIn(idle uint64) {
 	c := t.c
 	c.mu.Lock()
-	if t.ended || !t.waiting || t.inWait {
+	if t.ended || !t.waiting || t.inWait || (idle != 0 && idle != t.idles) {
 		c.mu.Unlock()
 		return
 	}
