@@ -152,3 +152,34 @@ func TestStandInGoneAtTheExit(t *testing.T) {
 		t.Fatalf("the stand-in %d still runs at %s, 1s after the exit", pid, clk.Since(epoch))
 	}
 }
+
+// A Go tool that works without ever waiting holds its clock where it is, so the harness limit
+// cannot fall due: once the clock has stood still for virtualWallLimit of wall time the tool
+// is stopped and scored hung, and the claim says what the clock waited for.
+func TestGoToolThatNeverWaitsIsStopped(t *testing.T) {
+	defer func(d time.Duration) { virtualWallLimit = d }(virtualWallLimit)
+	virtualWallLimit = time.Second
+	spin := Tool{Name: "spin", Wait: func(ctx context.Context, env Env) error {
+		for ctx.Err() == nil {
+			time.Sleep(time.Millisecond) // real time: the clock never hears of it
+		}
+		return ctx.Err()
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	begin := time.Now()
+	r := Runner{Launcher: InProcess{Dir: t.TempDir()}, Speed: Virtual}.Run(ctx, happyCase(), spin)
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if r.Verdict != Hung {
+		t.Fatalf("verdict %s (%s), want %s", r.Verdict, r.Reason, Hung)
+	}
+	if !strings.Contains(r.Claim.Detail, "the clock stood still for 1s of wall time: 1 units of work in progress") {
+		t.Errorf("claim detail %q does not say what the clock waited for", r.Claim.Detail)
+	}
+	t.Logf("%s", r.Claim.Detail)
+	if wall := time.Since(begin); wall > 10*time.Second {
+		t.Errorf("stopped after %s of wall time, want about 1 s", wall)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/incident-replay/incident-replay/fakeserver"
@@ -301,6 +302,22 @@ func runTool(ctx context.Context, c Case, t Tool, mode Mode, clock replay.Clock,
 	errLimit := errors.New("harness limit")
 	timer := clock.AfterFunc(limit, func() { cancel(errLimit) })
 	defer timer.Stop()
+	var stalled atomic.Pointer[string] // what the clock waited for when it stood still
+	if vc, ok := clock.(*vtime.Clock); ok {
+		// A tool that works without ever waiting holds the clock where it is, and the limit
+		// above cannot fall due: bound it in wall time, as a shell tool is.
+		done := lctx.Done()
+		stall := stallCap(lctx, clock, virtualWallLimit)
+		go func() {
+			select {
+			case <-stall:
+				state := vc.State()
+				stalled.Store(&state)
+				cancel(errLimit)
+			case <-done:
+			}
+		}()
+	}
 	// On a virtual clock the tool's goroutine is a task: busy except while it waits.
 	task := vtime.NewTask(clock)
 	defer task.End()
@@ -324,7 +341,11 @@ func runTool(ctx context.Context, c Case, t Tool, mode Mode, clock replay.Clock,
 	case ctx.Err() != nil:
 		return Claim{}, ctx.Err()
 	case context.Cause(lctx) == errLimit:
-		return Claim{Outcome: NoClaim, At: at}, nil
+		claim := Claim{Outcome: NoClaim, At: at}
+		if state := stalled.Load(); state != nil {
+			claim.Detail = fmt.Sprintf("the clock stood still for %s of wall time: %s", virtualWallLimit, *state)
+		}
+		return claim, nil
 	case werr != nil:
 		fmt.Fprintln(out, werr)
 		return Claim{Outcome: ClaimFailed, At: at, Detail: werr.Error(), Preflight: errors.Is(werr, ErrPreflight)}, nil

@@ -145,11 +145,11 @@ func alive(pid int) bool {
 	return err == nil && st.Alive()
 }
 
-// virtualWallLimit bounds a shell tool on virtual time in wall time: a tool that busy-loops
-// without ever waiting holds the clock where it is, so its harness limit would never fall due.
-// Only a clock that stands still that long counts: a run that moves on, however slowly on a
-// loaded machine, is never cut.
-const virtualWallLimit = 3 * time.Minute
+// virtualWallLimit bounds a tool on virtual time in wall time: a tool that busy-loops without
+// ever waiting holds the clock where it is, so its harness limit would never fall due. Only a
+// clock that stands still that long counts: a run that moves on, however slowly on a loaded
+// machine, is never cut. A variable for tests.
+var virtualWallLimit = 3 * time.Minute
 
 // stallCap delivers once clock has not moved for d of wall time, until ctx ends.
 func stallCap(ctx context.Context, clock replay.Clock, d time.Duration) <-chan time.Time {

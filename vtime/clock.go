@@ -12,6 +12,7 @@ package vtime
 
 import (
 	"container/heap"
+	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -157,6 +158,28 @@ func (c *Clock) Jumps() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.jumps
+}
+
+// State says what the clock waits for, for a report of a clock that stands still: the work
+// in progress (tasks, holds, callbacks), the timers and the next one due, the participants
+// and which of them are busy.
+func (c *Clock) State() string {
+	c.mu.Lock()
+	busy, timers, fired, now := c.busy, len(c.timers), len(c.fired), c.now
+	next := "none"
+	if timers > 0 {
+		next = "+" + c.timers[0].due.Sub(now).String()
+	}
+	parts := slices.Clone(c.parts)
+	c.mu.Unlock()
+	nbusy := 0
+	for _, a := range parts {
+		if ok, _ := a.p.Idle(); !ok {
+			nbusy++
+		}
+	}
+	return fmt.Sprintf("%d units of work in progress, %d timers (next due %s), %d fired values unreceived, %d of %d participants busy",
+		busy, timers, next, fired, nbusy, len(parts))
 }
 
 // Attach adds a participant the clock waits for before every jump; detach removes it. A
