@@ -17,20 +17,7 @@ func BenchmarkScanAndSleep(b *testing.B) {
 	bin := build(b, "scanner")
 	for _, every := range []bool{false, true} {
 		b.Run(map[bool]string{false: "filtered", true: "every-call"}[every], func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				c := vtime.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), vtime.Options{})
-				tr, err := Start(c, Options{Argv: []string{bin, "200", "20", "50ms"}, Env: os.Environ(), EveryCall: every})
-				if err != nil {
-					b.Fatal(err)
-				}
-				<-tr.Done()
-				tr.Recorded()
-				if code := tr.ExitCode(); code != 0 {
-					b.Fatalf("exit %d", code)
-				}
-				tr.Close()
-				c.Close()
-			}
+			benchTrace(b, Options{Argv: []string{bin, "200", "20", "50ms"}, EveryCall: every})
 		})
 	}
 }
@@ -38,25 +25,31 @@ func BenchmarkScanAndSleep(b *testing.B) {
 // BenchmarkClockReads traces a Go program that reads the clock 20000 times and sleeps 10 s of
 // virtual time, with the clock block in its vDSO and with the vDSO hidden (every read a stop).
 func BenchmarkClockReads(b *testing.B) {
-	bin := build(b, "reader")
+	bin := build(b, "sleeper")
 	defer func() { hideClock = false }()
 	for _, hide := range []bool{false, true} {
 		b.Run(map[bool]string{false: "vdso-block", true: "syscall-stops"}[hide], func(b *testing.B) {
 			hideClock = hide
-			for i := 0; i < b.N; i++ {
-				c := vtime.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), vtime.Options{})
-				tr, err := Start(c, Options{Argv: []string{bin, "20000", "10s"}, Env: os.Environ()})
-				if err != nil {
-					b.Fatal(err)
-				}
-				<-tr.Done()
-				tr.Recorded()
-				if code := tr.ExitCode(); code != 0 {
-					b.Fatalf("exit %d", code)
-				}
-				tr.Close()
-				c.Close()
-			}
+			benchTrace(b, Options{Argv: []string{bin, "1", "10s", "20000"}})
 		})
+	}
+}
+
+// benchTrace runs o to its end b.N times, each on a fresh clock.
+func benchTrace(b *testing.B, o Options) {
+	o.Env = os.Environ()
+	for i := 0; i < b.N; i++ {
+		c := vtime.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), vtime.Options{})
+		tr, err := Start(c, o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		<-tr.Done()
+		tr.Recorded()
+		if code := tr.ExitCode(); code != 0 {
+			b.Fatalf("exit %d", code)
+		}
+		tr.Close()
+		c.Close()
 	}
 }

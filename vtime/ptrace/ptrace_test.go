@@ -50,6 +50,14 @@ func run(t *testing.T, epoch time.Time, argv ...string) ([]string, int, time.Dur
 
 func runOn(t *testing.T, c *vtime.Clock, argv ...string) ([]string, int, time.Duration) {
 	t.Helper()
+	lines, tr, wall := trace(t, c, argv...)
+	return lines, tr.ExitCode(), wall
+}
+
+// trace runs argv traced on c to its end and returns its output lines, the closed tracee
+// and the wall time.
+func trace(t *testing.T, c *vtime.Clock, argv ...string) ([]string, *Tracee, time.Duration) {
+	t.Helper()
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -82,9 +90,8 @@ func runOn(t *testing.T, c *vtime.Clock, argv ...string) ([]string, int, time.Du
 	pr.Close()
 	wall := time.Since(begin)
 	tr.Recorded()
-	code := tr.ExitCode()
 	tr.Close()
-	return lines, code, wall
+	return lines, tr, wall
 }
 
 func TestGoSleepsOnVirtualTime(t *testing.T) {

@@ -218,7 +218,10 @@ func (t *Tracee) trace(o Options, ready chan<- error) {
 		t.reapAll()
 		return
 	}
-	if err := t.patchVDSO(pid); err != nil {
+	t.mu.Lock() // the clock may show a new time (publish) meanwhile
+	err = t.patchVDSO(pid)
+	t.mu.Unlock()
+	if err != nil {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		ready <- err
 		t.reapAll()

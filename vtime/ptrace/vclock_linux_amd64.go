@@ -143,7 +143,7 @@ type vclock struct {
 }
 
 // patchVDSO gives the process that has just exec'd (stopped at its exec) the virtual clock
-// block, or hides its vDSO where it cannot. t.mu is held, or the trace has not started.
+// block, or hides its vDSO where it cannot; t.mu is held.
 func (t *Tracee) patchVDSO(pid int) error {
 	if c := t.clocks[pid]; c != nil { // its image before the exec
 		c.mem.Close()

@@ -68,37 +68,22 @@ func TestTimeReadsDoNotStop(t *testing.T) {
 	if _, err := ownVDSO(); err != nil {
 		t.Skipf("no vDSO to give the virtual clock to: %v", err)
 	}
-	bin := build(t, "reader")
+	bin := build(t, "sleeper")
 	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	c := vtime.New(epoch, vtime.Options{})
 	defer c.Close()
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pr.Close()
 	const reads = 100000
-	tr, err := Start(c, Options{Argv: []string{bin, strconv.Itoa(reads), "90s"}, Env: os.Environ(), Out: pw})
-	pw.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	var out bytes.Buffer
-	_, _ = out.ReadFrom(pr)
-	<-tr.Done()
-	tr.Recorded()
+	lines, tr, _ := trace(t, c, bin, "1", "90s", strconv.Itoa(reads))
 	tr.mu.Lock()
 	stops := tr.stops
 	tr.mu.Unlock()
-	f := strings.Fields(out.String())
-	if len(f) != 2 {
-		t.Fatalf("output %q", out.String())
+	if len(lines) != 2 || tr.ExitCode() != 0 {
+		t.Fatalf("exit %d, output %q", tr.ExitCode(), lines)
 	}
-	if got := parseInt(f[0]); got != epoch.Unix() {
-		t.Errorf("read %d before the sleep, want %d", got, epoch.Unix())
+	if want := "start " + itoa(epoch.Unix()); lines[0] != want {
+		t.Errorf("first line %q, want %q", lines[0], want)
 	}
-	if got := parseInt(f[1]) - epoch.Unix(); got < 90 || got > 91 {
+	if got := parseInt(strings.Fields(lines[1])[1]) - epoch.Unix(); got < 90 || got > 91 {
 		t.Errorf("woke %d s after the epoch, want 90", got)
 	}
 	t.Logf("%d reads, %d stops", reads, stops)
