@@ -160,9 +160,7 @@ func (t *childTarget) accept() {
 		t.mu.Unlock()
 	case <-link.Done():
 	}
-	select {
-	case <-link.ExitAnnounced():
-		code, _ := link.Exited()
+	if code, announced, _ := link.WaitExit(context.Background()); announced {
 		t.mu.Lock()
 		t.code, t.exited = code, true
 		t.mu.Unlock()
@@ -172,10 +170,10 @@ func (t *childTarget) accept() {
 		t.awaitGone(10 * time.Second)
 		t.exits.fire(code)
 		link.ExitSeen()
-	case <-link.Done():
-		t.awaitGone(10 * time.Second)
-		close(t.done)
+		return
 	}
+	t.awaitGone(10 * time.Second)
+	close(t.done)
 }
 
 // awaitGone waits, at most max of wall time, until the server process has exited (a zombie

@@ -184,9 +184,12 @@ func (t *ctrTarget) watch(ctx context.Context) {
 	if link := t.ctr.Link(); link != nil {
 		// On virtual time the server announces its exit at the instant it happens; the
 		// clock is held until the tool's view (Done) has it.
-		select {
-		case <-link.ExitAnnounced():
-			code, _ := link.Exited()
+		code, announced, err := link.WaitExit(ctx)
+		switch {
+		case err != nil:
+			close(t.done)
+			return
+		case announced:
 			t.mu.Lock()
 			t.code, t.exited = code, true
 			t.mu.Unlock()
@@ -194,11 +197,8 @@ func (t *ctrTarget) watch(ctx context.Context) {
 			t.exits.fire(code)
 			link.ExitSeen()
 			return
-		case <-link.Done(): // gone without a word: Docker knows the code
-		case <-ctx.Done():
-			close(t.done)
-			return
 		}
+		// gone without a word: Docker knows the code
 	}
 	for {
 		code, err := t.ctr.Wait(ctx)

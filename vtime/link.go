@@ -2,6 +2,7 @@ package vtime
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -364,7 +365,24 @@ func (l *Link) ask(kind string, now time.Time) (bool, time.Time) {
 	}
 }
 
-// Exited reports the exit code the follower announced before its process ended.
+// WaitExit waits until the follower has announced its exit or its stream has ended, and
+// returns the announced code; announced is false when the stream ended without one. err is
+// ctx's error when ctx ended first. Use it rather than a select over ExitAnnounced and Done:
+// the stream carries the exit before its end, and once both are closed a select picks
+// either at random, losing the code (and the instant of the exit) half the time.
+func (l *Link) WaitExit(ctx context.Context) (code int, announced bool, err error) {
+	select {
+	case <-l.exit:
+	case <-l.done:
+	case <-ctx.Done():
+		return 0, false, ctx.Err()
+	}
+	code, announced = l.Exited()
+	return code, announced, nil
+}
+
+// Exited reports the exit code the follower announced before its process ended. Once Done
+// is closed it is final.
 func (l *Link) Exited() (int, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -212,3 +212,33 @@ func TestLinkReportsTheFollowersExit(t *testing.T) {
 		t.Fatalf("Exited() = %d, %v; want 137, true", code, ok)
 	}
 }
+
+// A follower that announces its exit and leaves at once closes ExitAnnounced and Done
+// together; whoever looks after both must still get the code (the tool sees the exit at its
+// instant, not when Docker reports it). A select over the two lost it about half the time.
+func TestWaitExitAfterTheStreamEnded(t *testing.T) {
+	for i := range 50 {
+		_, follower, link := linked(t, "127.0.0.1:1")
+		follower.Exit(137)
+		follower.Close()
+		<-link.Done()
+		code, announced, err := link.WaitExit(context.Background())
+		if err != nil || !announced || code != 137 {
+			t.Fatalf("run %d: WaitExit() = %d, %v, %v; want 137, true, nil", i, code, announced, err)
+		}
+	}
+}
+
+func TestWaitExitWithoutAnAnnouncement(t *testing.T) {
+	_, follower, link := linked(t, "127.0.0.1:1")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := link.WaitExit(ctx); err == nil {
+		t.Fatal("WaitExit on an ended context returned no error")
+	}
+	follower.Close()
+	code, announced, err := link.WaitExit(context.Background())
+	if err != nil || announced || code != 0 {
+		t.Fatalf("WaitExit() = %d, %v, %v after a silent end; want 0, false, nil", code, announced, err)
+	}
+}
