@@ -340,23 +340,67 @@ func runOnClock(ctx context.Context, image string, o options, opts []testcontain
 	if err != nil {
 		return c, fmt.Errorf("run fakesglang: %w", err)
 	}
-	// fakesglang dials the socket as it starts; one that fails first (a bad flag) never does.
-	_ = ln.(*net.UnixListener).SetDeadline(time.Now().Add(30 * time.Second))
-	conn, err := ln.Accept()
-	if err != nil {
-		return c, fmt.Errorf("run fakesglang: the container's fakesglang did not join the clock within 30s (%w); see its logs", err)
+	if err := c.join(ctx, ln, o.clock, "127.0.0.1:"+strconv.Itoa(port)); err != nil {
+		return c, err
 	}
-	c.link = o.clock.Lead(conn, "127.0.0.1:"+strconv.Itoa(port))
-	// Joining means its journal exists and its timeline is scheduled.
+	return c, nil
+}
+
+// joinLimit bounds the wall time from the container's start until its fakesglang is on the
+// clock. Alone that is well under a second; a matrix's 132 containers starting at once beside
+// two busy-loop CPU hogs took over 30 s. A container that exits first ends the wait at once.
+const joinLimit = 3 * time.Minute
+
+// join waits until the container's fakesglang has dialled ln and joined clock (its journal
+// exists and its timeline is scheduled), the container has exited, or joinLimit has passed.
+func (c *Container) join(ctx context.Context, ln net.Listener, clock *vtime.Clock, addr string) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, joinLimit)
+	defer cancel()
+	exited := make(chan int, 1)
+	go func() {
+		if code, werr := c.Wait(ctx); werr == nil {
+			exited <- code
+		}
+	}()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		defer close(accepted)
+		if conn, aerr := ln.Accept(); aerr == nil {
+			accepted <- conn
+		}
+	}()
+	defer func() {
+		if c.link == nil { // a connection accepted too late is nobody's
+			_ = ln.Close()
+			if conn, ok := <-accepted; ok {
+				_ = conn.Close()
+			}
+		}
+	}()
+	gaveUp := func(why string) error {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("run fakesglang: the container's fakesglang %s within %s; see its logs", why, joinLimit)
+		}
+		return ctx.Err()
+	}
+	select {
+	case conn := <-accepted:
+		if conn == nil {
+			return errors.New("run fakesglang: the clock socket closed before the container's fakesglang dialled it")
+		}
+		c.link = clock.Lead(conn, addr)
+	case code := <-exited:
+		return fmt.Errorf("run fakesglang: the container exited with code %d before its fakesglang dialled the clock; see its logs", code)
+	case <-ctx.Done():
+		return gaveUp("did not dial the clock")
+	}
 	select {
 	case <-c.link.Joined():
-		return c, nil
+		return nil
 	case <-c.link.Done():
-		return c, errors.New("run fakesglang: the container's fakesglang left the clock before it joined; see its logs")
-	case <-time.After(30 * time.Second):
-		return c, errors.New("run fakesglang: the container's fakesglang did not join the clock within 30s; see its logs")
+		return errors.New("run fakesglang: the container's fakesglang left the clock before it joined; see its logs")
 	case <-ctx.Done():
-		return c, ctx.Err()
+		return gaveUp("did not join the clock")
 	}
 }
 
