@@ -14,6 +14,7 @@ import (
 	"github.com/incident-replay/incident-replay/ready"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/sglang"
+	"github.com/incident-replay/incident-replay/vtime"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/openai/openai-go/v3"
@@ -72,6 +73,20 @@ var _ = Describe("fakesglang in a container", Label("container"), func() {
 		truth := fakeserver.GroundTruth(must(c.Journal(ctx)))
 		Expect(truth.Bound).To(BeNil())
 		Expect(truth.ExitCode).To(HaveValue(Equal(137)))
+	}, SpecTimeout(2*time.Minute))
+
+	It("on a virtual clock, says at once that a fakesglang which exited never joined the clock", func(ctx SpecContext) {
+		dir := GinkgoT().TempDir()
+		clock := vtime.New(epoch, vtime.Options{})
+		defer clock.Close()
+		start := time.Now()
+		c, err := fakeserver.Run(ctx, imageTag(), fakeserver.WithScenario("s0-happy-era-c"), fakeserver.WithHostDir(dir),
+			fakeserver.WithClock(clock), fakeserver.WithFlags("--no-such-flag"))
+		if c != nil {
+			DeferCleanup(func(ctx SpecContext) error { return c.Stop(ctx) })
+		}
+		Expect(err).To(MatchError(ContainSubstring("exited with code 2 before its fakesglang dialled the clock")))
+		Expect(time.Since(start)).To(BeNumerically("<", 30*time.Second), "the exit ends the wait, not the join limit")
 	}, SpecTimeout(2*time.Minute))
 })
 
