@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/incident-replay/incident-replay/fakeserver"
@@ -302,7 +301,6 @@ func runTool(ctx context.Context, c Case, t Tool, mode Mode, clock replay.Clock,
 	errLimit := errors.New("harness limit")
 	timer := clock.AfterFunc(limit, func() { cancel(errLimit) })
 	defer timer.Stop()
-	var stalled atomic.Pointer[string] // what the clock waited for when it stood still
 	if vc, ok := clock.(*vtime.Clock); ok {
 		// A tool that works without ever waiting holds the clock where it is, and the limit
 		// above cannot fall due: bound it in wall time, as a shell tool is.
@@ -311,9 +309,7 @@ func runTool(ctx context.Context, c Case, t Tool, mode Mode, clock replay.Clock,
 		go func() {
 			select {
 			case <-stall:
-				state := vc.State()
-				stalled.Store(&state)
-				cancel(errLimit)
+				cancel(clockStalled{state: vc.State()})
 			case <-done:
 			}
 		}()
@@ -340,17 +336,23 @@ func runTool(ctx context.Context, c Case, t Tool, mode Mode, clock replay.Clock,
 	switch {
 	case ctx.Err() != nil:
 		return Claim{}, ctx.Err()
+	case errors.As(context.Cause(lctx), new(clockStalled)):
+		return Claim{Outcome: NoClaim, At: at, Detail: context.Cause(lctx).Error()}, nil
 	case context.Cause(lctx) == errLimit:
-		claim := Claim{Outcome: NoClaim, At: at}
-		if state := stalled.Load(); state != nil {
-			claim.Detail = fmt.Sprintf("the clock stood still for %s of wall time: %s", virtualWallLimit, *state)
-		}
-		return claim, nil
+		return Claim{Outcome: NoClaim, At: at}, nil
 	case werr != nil:
 		fmt.Fprintln(out, werr)
 		return Claim{Outcome: ClaimFailed, At: at, Detail: werr.Error(), Preflight: errors.Is(werr, ErrPreflight)}, nil
 	}
 	return Claim{Outcome: ClaimReady, At: at, Detail: "ready"}, nil
+}
+
+// clockStalled ends a Go tool whose virtual clock stood still for virtualWallLimit of wall
+// time; state is what the clock waited for then (vtime.Clock.State).
+type clockStalled struct{ state string }
+
+func (e clockStalled) Error() string {
+	return fmt.Sprintf("the clock stood still for %s of wall time: %s", virtualWallLimit, e.state)
 }
 
 // launchArgv is the command the scenario's server was launched with, moved to the run's port

@@ -178,7 +178,7 @@ func (c *Clock) State() string {
 			nbusy++
 		}
 	}
-	return fmt.Sprintf("%d units of work in progress, %d timers (next due %s), %d fired values unreceived, %d of %d participants busy",
+	return fmt.Sprintf("work in progress: %d, timers: %d (next due %s), fired values unreceived: %d, participants busy: %d of %d",
 		busy, timers, next, fired, nbusy, len(parts))
 }
 
