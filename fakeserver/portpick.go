@@ -39,6 +39,8 @@ type portSet struct {
 	next int          // where the next scan starts
 	lock *os.File     // nil: no cross-process lock could be had
 	init bool
+	low  int // the range picks come from, read once (pickRange)
+	high int
 }
 
 // pickRange is [low, high): from pickLow to the start of the ephemeral range.
@@ -57,15 +59,16 @@ func pickRange() (low, high int) {
 func (p *portSet) take() (*Reservation, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	low, high := pickRange()
 	if !p.init {
 		p.init = true
-		p.next = low + scanStart()%(high-low)
+		p.low, p.high = pickRange()
+		p.next = p.low + scanStart()%(p.high-p.low)
 		name := filepath.Join(os.TempDir(), lockPrefix+strconv.Itoa(os.Getuid()))
 		if f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
 			p.lock = f
 		}
 	}
+	low, high := p.low, p.high
 	for range pickTries {
 		port := p.next
 		p.next++
