@@ -101,42 +101,48 @@ func (t *Tracee) seccompStop(th *thread) {
 // A call it cannot answer this way (a NULL or unwritable buffer, a timezone asked for) runs
 // and is fixed at its exit as before.
 func (t *Tracee) answerTime(th *thread, r *syscall.PtraceRegs) bool {
-	now := t.virtual(th.fix)
-	var b [16]byte
-	ret := uint64(0)
-	switch th.nr {
-	case sysClockGettime:
-		if r.Rsi == 0 {
-			return false
-		}
-		binary.LittleEndian.PutUint64(b[:8], uint64(now/1e9))
-		binary.LittleEndian.PutUint64(b[8:], uint64(now%1e9))
-		if _, err := syscall.PtracePokeData(th.tid, uintptr(r.Rsi), b[:]); err != nil {
-			return false
-		}
-	case syscall.SYS_GETTIMEOFDAY:
-		if r.Rdi == 0 || r.Rsi != 0 {
-			return false
-		}
-		binary.LittleEndian.PutUint64(b[:8], uint64(now/1e9))
-		binary.LittleEndian.PutUint64(b[8:], uint64(now%1e9/1e3))
-		if _, err := syscall.PtracePokeData(th.tid, uintptr(r.Rdi), b[:]); err != nil {
-			return false
-		}
-	case syscall.SYS_TIME:
-		ret = uint64(now / 1e9)
-		if r.Rdi != 0 {
-			binary.LittleEndian.PutUint64(b[:8], ret)
-			if _, err := syscall.PtracePokeData(th.tid, uintptr(r.Rdi), b[:8]); err != nil {
-				return false
-			}
-		}
-	default:
+	if th.nr == syscall.SYS_GETTIMEOFDAY && r.Rsi != 0 {
+		return false // a timezone too: the kernel fills it
+	}
+	addr, b, ret, ok := timeResult(th.nr, t.virtual(th.fix), r)
+	if !ok {
 		return false
+	}
+	if len(b) > 0 {
+		if _, err := syscall.PtracePokeData(th.tid, addr, b); err != nil {
+			return false
+		}
 	}
 	skip := *r
 	skip.Orig_rax, skip.Rax = ^uint64(0), ret
 	return syscall.PtraceSetRegs(th.tid, &skip) == nil
+}
+
+// timeResult is what the time read nr with arguments r gives at virtual time now (ns): the
+// bytes it stores at addr (none where it stores nothing) and its return value. ok is false
+// for a call it does not cover or a NULL buffer the call needs.
+func timeResult(nr uint64, now int64, r *syscall.PtraceRegs) (addr uintptr, b []byte, ret uint64, ok bool) {
+	switch nr {
+	case sysClockGettime:
+		if r.Rsi == 0 {
+			return 0, nil, 0, false
+		}
+		b = binary.LittleEndian.AppendUint64(nil, uint64(now/1e9))
+		return uintptr(r.Rsi), binary.LittleEndian.AppendUint64(b, uint64(now%1e9)), 0, true
+	case syscall.SYS_GETTIMEOFDAY:
+		if r.Rdi == 0 {
+			return 0, nil, 0, false
+		}
+		b = binary.LittleEndian.AppendUint64(nil, uint64(now/1e9))
+		return uintptr(r.Rdi), binary.LittleEndian.AppendUint64(b, uint64(now%1e9/1e3)), 0, true
+	case syscall.SYS_TIME:
+		ret = uint64(now / 1e9)
+		if r.Rdi != 0 {
+			b = binary.LittleEndian.AppendUint64(nil, ret)
+		}
+		return uintptr(r.Rdi), b, ret, true
+	}
+	return 0, nil, 0, false
 }
 
 // enter looks at a call about to run: a time read is marked for its exit, a timed wait is
@@ -282,30 +288,15 @@ func (t *Tracee) exit(th *thread, r *syscall.PtraceRegs) {
 
 // writeTime stores the virtual time where the finished time read put the real one.
 func (t *Tracee) writeTime(th *thread, r *syscall.PtraceRegs) {
-	now := t.virtual(th.fix)
-	var b [16]byte
-	switch th.nr {
-	case sysClockGettime:
-		if r.Rsi == 0 {
-			return
-		}
-		binary.LittleEndian.PutUint64(b[:8], uint64(now/1e9))
-		binary.LittleEndian.PutUint64(b[8:], uint64(now%1e9))
-		_, _ = syscall.PtracePokeData(th.tid, uintptr(r.Rsi), b[:])
-	case syscall.SYS_GETTIMEOFDAY:
-		if r.Rdi == 0 {
-			return
-		}
-		binary.LittleEndian.PutUint64(b[:8], uint64(now/1e9))
-		binary.LittleEndian.PutUint64(b[8:], uint64(now%1e9/1e3))
-		_, _ = syscall.PtracePokeData(th.tid, uintptr(r.Rdi), b[:])
-	case syscall.SYS_TIME:
-		sec := uint64(now / 1e9)
-		if r.Rdi != 0 {
-			binary.LittleEndian.PutUint64(b[:8], sec)
-			_, _ = syscall.PtracePokeData(th.tid, uintptr(r.Rdi), b[:8])
-		}
-		r.Rax = sec
+	addr, b, ret, ok := timeResult(th.nr, t.virtual(th.fix), r)
+	if !ok {
+		return
+	}
+	if len(b) > 0 {
+		_, _ = syscall.PtracePokeData(th.tid, addr, b)
+	}
+	if th.nr == syscall.SYS_TIME {
+		r.Rax = ret
 		_ = syscall.PtraceSetRegs(th.tid, r)
 	}
 }
