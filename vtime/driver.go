@@ -131,7 +131,9 @@ func (c *Clock) participantsIdle() (next time.Time, idle bool) {
 // timeout and a 1 s health check never race), or, once none is due now, shows followers
 // (other processes' view of the clock) the current time, or moves time to the earliest of
 // the next timer and next (a participant's deadline). It reports whether there was anything
-// to do.
+// to do. A jump or a showing that tells no one (no follower, no other process's view) is no
+// activity: the run was quiet before it and it woke nothing, so the next step waits for no
+// new quiet window (a Go tool's 100 ms poll took three windows instead of one).
 func (c *Clock) advance(act uint64, next time.Time) bool {
 	c.mu.Lock()
 	if c.closed || c.busy > 0 || c.act.Load() != act {
@@ -171,7 +173,9 @@ func (c *Clock) advance(act uint64, next time.Time) bool {
 		for _, f := range follow {
 			f(now)
 		}
-		c.touch()
+		if len(follow) > 0 {
+			c.touch()
+		}
 		return true
 	}
 	if len(c.timers) > 0 && (next.IsZero() || c.timers[0].due.Before(next)) {
@@ -199,6 +203,8 @@ func (c *Clock) advance(act uint64, next time.Time) bool {
 	for _, f := range shows {
 		f(next)
 	}
-	c.touch()
+	if len(links) > 0 || len(shows) > 0 {
+		c.touch()
+	}
 	return true
 }
