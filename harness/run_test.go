@@ -74,7 +74,7 @@ func TestRunInProcess(t *testing.T) {
 		{"k8s-sglang", happyCase(), Virtual, FalseReady}, // no readiness probe: Ready at once
 		{"compose-sglang", happyCase(), Virtual, ReadyOK},
 		// No fatal line printed, the dead process is not seen by ForLog. At 60x: on virtual time
-		// this pair does not end yet (the clock stops moving once the server is gone).
+		// it ends the same way, but only after its 9,000 polls of 100 ms (seconds of wall time).
 		{"tc-log", crashCase(), 60, FailedSlow},
 		{"tc-http", crashCase(), Virtual, FailedFast},
 		{"popen-launch", happyCase(), Virtual, ReadyOK},
