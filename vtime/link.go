@@ -201,7 +201,10 @@ type Link struct {
 	exit   chan struct{} // closed when the follower announces its exit
 	joined chan struct{} // closed at the follower's hello
 	// exitHold holds the clock from the announced exit until its consumer has seen it
-	// (ExitSeen), so a tool watching the server wakes at the instant of the exit.
+	// (ExitSeen) or the link is closed, so a tool watching the server wakes at the instant
+	// of the exit. No wall-time bound releases it: a consumer starved of CPU for a second
+	// on a loaded host saw the exit after the clock had moved on (compose's next check,
+	// 22 s late, in a container matrix).
 	exitHold func()
 
 	mu      sync.Mutex
@@ -244,8 +247,6 @@ func (l *Link) read(r *bufio.Reader, addr string) {
 		l.mu.Unlock()
 		close(l.done)
 		l.c.touch()
-		// A consumer that never says it saw the exit does not hold the clock for ever.
-		time.AfterFunc(time.Second, l.ExitSeen)
 	}()
 	for {
 		line, err := r.ReadString('\n')
@@ -400,7 +401,8 @@ func (l *Link) Done() <-chan struct{} { return l.done }
 func (l *Link) ExitAnnounced() <-chan struct{} { return l.exit }
 
 // ExitSeen releases the hold the announced exit took: whoever reports the exit to the
-// tool has done so. Safe to call at any time and more than once.
+// tool has done so. The one who waits for the exit (WaitExit) must call it, or Close; it is
+// safe to call at any time and more than once.
 func (l *Link) ExitSeen() {
 	l.mu.Lock()
 	release := l.exitHold

@@ -242,3 +242,36 @@ func TestWaitExitWithoutAnAnnouncement(t *testing.T) {
 		t.Fatalf("WaitExit() = %d, %v, %v after a silent end; want 0, false, nil", code, announced, err)
 	}
 }
+
+// The announced exit holds the clock until its consumer has seen it, however long the
+// consumer takes: a wall-time bound on the hold let a tool starved of CPU on a loaded host
+// see the exit only at its next check.
+func TestExitHoldWaitsForASlowConsumer(t *testing.T) {
+	leader, follower, link := linked(t, "127.0.0.1:1")
+	follower.Exit(137)
+	<-link.ExitAnnounced()
+	follower.Close()
+	<-link.Done()
+	task := NewTask(leader)
+	slept := make(chan error, 1)
+	go func() {
+		defer task.End()
+		slept <- task.Sleep(context.Background(), 30*time.Second)
+	}()
+	time.Sleep(1500 * time.Millisecond) // the consumer has not run yet
+	if got := leader.Now().Sub(t0); got != 0 {
+		t.Fatalf("the clock moved to +%s before the exit was seen", got)
+	}
+	link.ExitSeen()
+	select {
+	case err := <-slept:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the clock did not move once the exit was seen")
+	}
+	if got := leader.Now().Sub(t0); got != 30*time.Second {
+		t.Fatalf("clock at +%s after the sleep, want +30s", got)
+	}
+}
