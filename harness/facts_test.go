@@ -2,7 +2,9 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,6 +68,38 @@ func TestShellToolsGetScenarioFacts(t *testing.T) {
 				if !strings.Contains(r.Output, w) {
 					t.Errorf("output lacks %q:\n%s", w, r.Output)
 				}
+			}
+		})
+	}
+}
+
+// TestShellToolNiceness: a shell tool is niced on a compressed clock only. At S=1 it runs at
+// the harness's own priority, as it would for real: niced beside busy CPU hogs it crawled.
+func TestShellToolNiceness(t *testing.T) {
+	own, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		speed float64
+		want  int
+	}{
+		{1, 20 - own}, // Getpriority returns 20 - nice
+		{60, shellNice},
+		{Virtual, 20 - own},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprint(c.speed), func(t *testing.T) {
+			ft := needShell(t, c.speed)
+			tool := Tool{Name: "nice", Interval: time.Second, Command: `read -r -a f < /proc/$$/stat; echo "nice=${f[18]}"`}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			r := Runner{Launcher: InProcess{Dir: t.TempDir()}, Faketime: ft, Speed: c.speed}.Run(ctx, happyCase(), tool)
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			if want := fmt.Sprintf("nice=%d", c.want); !strings.Contains(r.Output, want) {
+				t.Errorf("output %q lacks %q", r.Output, want)
 			}
 		})
 	}
