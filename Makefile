@@ -50,7 +50,7 @@ E2E_PROCS ?= 2
 LABELS    ?=
 e2e: build
 	@mkdir -p $(REPORTS)
-	$(GO) tool ginkgo --procs=$(E2E_PROCS) --timeout=25m $(if $(LABELS),--label-filter='$(LABELS)') \
+	$(GO) tool ginkgo --procs=$(E2E_PROCS) --timeout=40m $(if $(LABELS),--label-filter='$(LABELS)') \
 	  --junit-report=e2e-junit.xml --output-dir=$(REPORTS) ./e2e
 
 # deps.sh runs first and alone: what it installs (a C compiler) changes how the rest builds.
