@@ -59,11 +59,11 @@ func TestRequestFaults(t *testing.T) {
 	// scenario instant the test woke at, however loaded the machine is.
 	clk := vtime.New(epoch, vtime.Options{})
 	t.Cleanup(clk.Close)
+	task := vtime.NewTask(clk)
 	r := start(t, Config{Profile: sglang.ProfileFor(sglang.EraC), Clock: clk, Faults: []fault.Spec{
 		{Kind: fault.FailRequests, Route: "/v1/models", Count: 2, Status: 429},
 		{Kind: fault.Flap, At: 20 * time.Second, Period: 40 * time.Second},
 	}})
-	task := vtime.NewTask(clk)
 	defer task.End()
 	ctx := vtime.WithTask(context.Background(), task)
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: vtime.DialContext((&net.Dialer{}).DialContext)}}
@@ -106,10 +106,10 @@ func TestRequestFaults(t *testing.T) {
 func TestRedirectCarriesLocation(t *testing.T) {
 	clk := vtime.New(epoch, vtime.Options{})
 	t.Cleanup(clk.Close)
+	task := vtime.NewTask(clk)
 	r := start(t, Config{Profile: sglang.ProfileFor(sglang.EraC), Clock: clk, Faults: []fault.Spec{
 		{Kind: fault.FailRequests, Route: "/health", Status: 302, Location: "/v1/models"},
 	}})
-	task := vtime.NewTask(clk)
 	defer task.End()
 	ctx := vtime.WithTask(context.Background(), task)
 	if err := task.Sleep(ctx, 10*time.Second); err != nil {

@@ -71,8 +71,8 @@ func (c *vclient) sleepUntil(at time.Duration, start time.Time) {
 func healthLatencies(t *testing.T, prof sglang.Profile, seed int64, n int) []time.Duration {
 	clk := vtime.New(epoch, vtime.Options{})
 	t.Cleanup(clk.Close)
-	r := start(t, Config{Profile: prof, Clock: clk, Seed: seed})
 	c := newVClient(t, clk)
+	r := start(t, Config{Profile: prof, Clock: clk, Seed: seed})
 	c.sleepUntil(10*time.Second, epoch) // the 2 s happy path is ready well before
 	var lat []time.Duration
 	for i := range n {
@@ -132,9 +132,9 @@ func TestAbandonedHealthCheckFinishes(t *testing.T) {
 		t.Run(prof.Version, func(t *testing.T) {
 			clk := vtime.New(epoch, vtime.Options{})
 			t.Cleanup(clk.Close)
+			c := newVClient(t, clk)
 			r := start(t, Config{Profile: prof, Clock: clk, Seed: 3,
 				Faults: []fault.Spec{{Kind: fault.WedgeScheduler, At: 10 * time.Second, For: 30 * time.Second}}})
-			c := newVClient(t, clk)
 			c.sleepUntil(12*time.Second, epoch)
 			if code, _, _ := c.do("GET", r.BaseURL()+"/health_generate", time.Second); code != 0 {
 				t.Fatalf("a wedged scheduler's check answered %d within 1 s", code)

@@ -62,8 +62,8 @@ func TestSigtermDrain(t *testing.T) {
 		t.Run(tc.profile, func(t *testing.T) {
 			clk := vtime.New(epoch, vtime.Options{})
 			t.Cleanup(clk.Close)
-			r := start(t, Config{Profile: mustProfile(t, tc.profile), Clock: clk, Seed: 2})
 			c := newVClient(t, clk)
+			r := start(t, Config{Profile: mustProfile(t, tc.profile), Clock: clk, Seed: 2})
 			c.sleepUntil(10*time.Second, epoch)
 			r.Terminate()
 			c.sleepUntil(11*time.Second, epoch)
@@ -95,8 +95,8 @@ func TestSigtermBeforeFirstGenerate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			clk := vtime.New(epoch, vtime.Options{})
 			t.Cleanup(clk.Close)
-			r := start(t, Config{Profile: mustProfile(t, name), Clock: clk})
 			c := newVClient(t, clk)
+			r := start(t, Config{Profile: mustProfile(t, name), Clock: clk})
 			c.sleepUntil(time.Second, epoch)
 			r.Terminate()
 			if at, code := c.exitAt(t, r); at != time.Second || code != ExitSIGTERM {
@@ -125,9 +125,9 @@ func TestSigtermDrainWaitsThenUnhealthyExits(t *testing.T) {
 		t.Run(tc.profile, func(t *testing.T) {
 			clk := vtime.New(epoch, vtime.Options{})
 			t.Cleanup(clk.Close)
+			c := newVClient(t, clk)
 			r := start(t, Config{Profile: mustProfile(t, tc.profile), Clock: clk,
 				Faults: []fault.Spec{{Kind: fault.WedgeScheduler, At: 5 * time.Second}}})
-			c := newVClient(t, clk)
 			c.sleepUntil(6*time.Second, epoch)
 			if code, _, _ := c.do("GET", r.BaseURL()+"/health", time.Second); code != 0 {
 				t.Fatalf("a hung check answered %d", code)
