@@ -328,11 +328,12 @@ func (h Healthcheck) Wait(ctx context.Context, env Env) error {
 		if inStart {
 			gap = h.StartInterval
 		}
-		// Docker waits one interval before the first check.
+		// Docker waits one interval before the first check. The timer is armed before the
+		// task goes idle: armed after, a goroutine the machine kept waiting let the clock run
+		// to the harness limit first (s7-slow-load: no check by 60 s).
 		code, exit := 0, false
+		gapped := vtime.TaskTimer(vtime.TaskFrom(ctx), env.Clock, gap) // busy from its fire on
 		vtime.IdleDuring(ctx, env.Clock, func() {
-			gapped := vtime.TaskTimer(vtime.TaskFrom(ctx), env.Clock, gap) // busy from its fire on
-			defer gapped.Stop()
 			select {
 			case code = <-exited:
 				exit = true
@@ -340,6 +341,7 @@ func (h Healthcheck) Wait(ctx context.Context, env Env) error {
 			case <-ctx.Done():
 			}
 		})
+		gapped.Stop()
 		switch {
 		case exit:
 			return fmt.Errorf("dependency failed to start: container exited (%d)", code)
