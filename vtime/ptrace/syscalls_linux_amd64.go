@@ -104,12 +104,12 @@ func (t *Tracee) answerTime(th *thread, r *syscall.PtraceRegs) bool {
 	if th.nr == syscall.SYS_GETTIMEOFDAY && r.Rsi != 0 {
 		return false // a timezone too: the kernel fills it
 	}
-	addr, b, ret, ok := timeResult(th.nr, t.virtual(th.fix), r)
+	addr, b, n, ret, ok := timeResult(th.nr, t.virtual(th.fix), r)
 	if !ok {
 		return false
 	}
-	if len(b) > 0 {
-		if _, err := syscall.PtracePokeData(th.tid, addr, b); err != nil {
+	if n > 0 {
+		if _, err := syscall.PtracePokeData(th.tid, addr, b[:n]); err != nil {
 			return false
 		}
 	}
@@ -119,30 +119,34 @@ func (t *Tracee) answerTime(th *thread, r *syscall.PtraceRegs) bool {
 }
 
 // timeResult is what the time read nr with arguments r gives at virtual time now (ns): the
-// bytes it stores at addr (none where it stores nothing) and its return value. ok is false
-// for a call it does not cover or a NULL buffer the call needs.
-func timeResult(nr uint64, now int64, r *syscall.PtraceRegs) (addr uintptr, b []byte, ret uint64, ok bool) {
+// n bytes of b it stores at addr (none where it stores nothing) and its return value. ok is
+// false for a call it does not cover or a NULL buffer the call needs. It runs at every time
+// read that stops, so b is an array, not an allocation.
+func timeResult(nr uint64, now int64, r *syscall.PtraceRegs) (addr uintptr, b [16]byte, n int, ret uint64, ok bool) {
 	switch nr {
 	case sysClockGettime:
 		if r.Rsi == 0 {
-			return 0, nil, 0, false
+			return 0, b, 0, 0, false
 		}
-		b = binary.LittleEndian.AppendUint64(nil, uint64(now/1e9))
-		return uintptr(r.Rsi), binary.LittleEndian.AppendUint64(b, uint64(now%1e9)), 0, true
+		binary.LittleEndian.PutUint64(b[:8], uint64(now/1e9))
+		binary.LittleEndian.PutUint64(b[8:], uint64(now%1e9))
+		return uintptr(r.Rsi), b, 16, 0, true
 	case syscall.SYS_GETTIMEOFDAY:
 		if r.Rdi == 0 {
-			return 0, nil, 0, false
+			return 0, b, 0, 0, false
 		}
-		b = binary.LittleEndian.AppendUint64(nil, uint64(now/1e9))
-		return uintptr(r.Rdi), binary.LittleEndian.AppendUint64(b, uint64(now%1e9/1e3)), 0, true
+		binary.LittleEndian.PutUint64(b[:8], uint64(now/1e9))
+		binary.LittleEndian.PutUint64(b[8:], uint64(now%1e9/1e3))
+		return uintptr(r.Rdi), b, 16, 0, true
 	case syscall.SYS_TIME:
 		ret = uint64(now / 1e9)
 		if r.Rdi != 0 {
-			b = binary.LittleEndian.AppendUint64(nil, ret)
+			binary.LittleEndian.PutUint64(b[:8], ret)
+			n = 8
 		}
-		return uintptr(r.Rdi), b, ret, true
+		return uintptr(r.Rdi), b, n, ret, true
 	}
-	return 0, nil, 0, false
+	return 0, b, 0, 0, false
 }
 
 // enter looks at a call about to run: a time read is marked for its exit, a timed wait is
@@ -288,12 +292,12 @@ func (t *Tracee) exit(th *thread, r *syscall.PtraceRegs) {
 
 // writeTime stores the virtual time where the finished time read put the real one.
 func (t *Tracee) writeTime(th *thread, r *syscall.PtraceRegs) {
-	addr, b, ret, ok := timeResult(th.nr, t.virtual(th.fix), r)
+	addr, b, n, ret, ok := timeResult(th.nr, t.virtual(th.fix), r)
 	if !ok {
 		return
 	}
-	if len(b) > 0 {
-		_, _ = syscall.PtracePokeData(th.tid, addr, b)
+	if n > 0 {
+		_, _ = syscall.PtracePokeData(th.tid, addr, b[:n])
 	}
 	if th.nr == syscall.SYS_TIME {
 		r.Rax = ret
