@@ -152,8 +152,8 @@ var _ = Describe("scenario x tool matrix in containers", Serial, Ordered, Contin
 		Expect(len(all)).To(BeNumerically(">=", 24), "the container matrix covers at least 24 scenarios")
 		launcher := harness.Container{Image: imageTag(), Dir: GinkgoT().TempDir()}
 		results = runMatrix(ctx, all, launcher, 16)
-		// About 2.5 minutes idle and 5 beside two busy-loop CPU hogs, once over 10 (the
-		// Docker daemon itself stalled then: docker ps took minutes).
+		// 1m51s-2m17s idle and 4m43s-4m46s beside two busy-loop CPU hogs, once over 10
+		// minutes (the Docker daemon itself stalled then: docker ps took minutes).
 	}, NodeTimeout(20*time.Minute))
 
 	DescribeTable("verdict", func(scenario, tool string, want harness.Verdict) {

@@ -353,7 +353,7 @@ const joinLimit = 3 * time.Minute
 
 // join waits until the container's fakesglang has dialled ln and joined clock (its journal
 // exists and its timeline is scheduled), the container has exited, or joinLimit has passed.
-func (c *Container) join(ctx context.Context, ln net.Listener, clock *vtime.Clock, addr string) (err error) {
+func (c *Container) join(ctx context.Context, ln net.Listener, clock *vtime.Clock, addr string) error {
 	ctx, cancel := context.WithTimeout(ctx, joinLimit)
 	defer cancel()
 	exited := make(chan int, 1)

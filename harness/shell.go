@@ -317,7 +317,7 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	// inherit the niceness. On virtual time a late answer changes nothing, and a niced tool
 	// (or the server a launch tool starts) would only hold every clock step up. At S=1 a tool
 	// runs as it would for real, at its own priority: niced beside two busy-loop CPU hogs, a
-	// python3 waiter got under 1% of a core and claimed ready 34 s late.
+	// python3 waiter claimed ready 34 s late.
 	if vs == nil && replay.Factor(r.clock) > 1 {
 		_ = syscall.Setpriority(syscall.PRIO_PGRP, g.pgid, shellNice)
 	}
