@@ -155,8 +155,9 @@ func (t *childTarget) accept() {
 	t.mu.Unlock()
 	select {
 	case <-link.Joined():
+		at, _ := link.JoinedAt()
 		t.mu.Lock()
-		t.late = t.vc.Now().Sub(t.c.Timeline.Start)
+		t.late = at.Sub(t.c.Timeline.Start)
 		t.mu.Unlock()
 	case <-link.Done():
 	}

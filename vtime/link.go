@@ -210,6 +210,7 @@ type Link struct {
 	mu      sync.Mutex
 	seq     int64
 	hello   bool
+	helloAt time.Time // the clock's time at the hello
 	code    int
 	exited  bool
 	dead    bool
@@ -264,9 +265,10 @@ func (l *Link) read(r *bufio.Reader, addr string) {
 		}
 		switch {
 		case w[0] == "H":
+			now := l.c.Now() // held until the hello: the instant the follower joined
 			l.mu.Lock()
 			if !l.hello {
-				l.hello = true
+				l.hello, l.helloAt = true, now
 				close(l.joined)
 			}
 			l.mu.Unlock()
@@ -392,6 +394,15 @@ func (l *Link) Exited() (int, bool) {
 
 // Joined is closed when the follower has joined the clock (see Join).
 func (l *Link) Joined() <-chan struct{} { return l.joined }
+
+// JoinedAt is the clock's time when the follower joined; false before it has. Read it
+// rather than the clock after Joined: once the follower is on the clock nothing holds it,
+// and the clock may have moved by the time a goroutine woken by Joined runs.
+func (l *Link) JoinedAt() (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.helloAt, l.hello
+}
 
 // Done is closed when the follower's stream ends.
 func (l *Link) Done() <-chan struct{} { return l.done }

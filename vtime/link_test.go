@@ -275,3 +275,17 @@ func TestExitHoldWaitsForASlowConsumer(t *testing.T) {
 		t.Fatalf("clock at +%s after the sleep, want +30s", got)
 	}
 }
+
+// The join instant is the clock's time at the hello, not at whatever later moment a
+// goroutine woken by Joined reads the clock: nothing holds the clock after the hello.
+func TestJoinedAtIsTheHelloInstant(t *testing.T) {
+	leader, _, link := linked(t, "127.0.0.1:1")
+	<-link.Joined()
+	fired := make(chan struct{})
+	leader.AfterFunc(50*time.Millisecond, func() { close(fired) })
+	<-fired
+	at, ok := link.JoinedAt()
+	if !ok || !at.Equal(t0) {
+		t.Fatalf("JoinedAt = %v, %v; want %v (the hello), the clock is at %v", at, ok, t0, leader.Now())
+	}
+}
