@@ -154,11 +154,11 @@ func TestStandInGoneAtTheExit(t *testing.T) {
 }
 
 // A Go tool that works without ever waiting holds its clock where it is, so the harness limit
-// cannot fall due: once the clock has stood still for virtualWallLimit of wall time the tool
-// is stopped and scored hung, and the claim says what the clock waited for.
+// cannot fall due: once the clock has stood still while the tool worked for stallWork it is
+// stopped and scored hung, and the claim says what the clock waited for.
 func TestGoToolThatNeverWaitsIsStopped(t *testing.T) {
-	defer func(d time.Duration) { virtualWallLimit = d }(virtualWallLimit)
-	virtualWallLimit = time.Second
+	defer func(d time.Duration) { stallWork = d }(stallWork)
+	stallWork = time.Second
 	spin := Tool{Name: "spin", Wait: func(ctx context.Context, env Env) error {
 		for ctx.Err() == nil {
 			time.Sleep(time.Millisecond) // real time: the clock never hears of it
@@ -175,10 +175,47 @@ func TestGoToolThatNeverWaitsIsStopped(t *testing.T) {
 	if r.Verdict != Hung {
 		t.Fatalf("verdict %s (%s), want %s", r.Verdict, r.Reason, Hung)
 	}
-	if !strings.Contains(r.Claim.Detail, "the clock stood still for 1s of wall time: work in progress: 1,") {
-		t.Errorf("claim detail %q does not say what the clock waited for", r.Claim.Detail)
+	if !strings.Contains(r.Claim.Detail, "of wall time while the tool worked") || !strings.Contains(r.Claim.Detail, "work in progress: 1,") {
+		t.Errorf("claim detail %q does not say that the tool worked and what the clock waited for", r.Claim.Detail)
 	}
 	if wall := time.Since(begin); wall > 10*time.Second {
-		t.Errorf("stopped after %s of wall time, want about 1 s", wall)
+		t.Errorf("stopped after %s of wall time, want a few seconds", wall)
+	}
+}
+
+// A clock held by something other than the tool (a server that stopped answering) is not the
+// tool's fault: a tool that waits on the clock all the while is not scored hung, however long
+// the clock stands; the run ends with an error that says what held it.
+func TestClockHeldByAnotherIsNotTheToolsHang(t *testing.T) {
+	defer func(w, d time.Duration) { stallWork, stallWall = w, d }(stallWork, stallWall)
+	stallWork, stallWall = time.Second, 4*time.Second
+	patient := Tool{Name: "patient", Wait: func(ctx context.Context, env Env) error {
+		release := env.Clock.(*vtime.Clock).Hold() // the server's side: the clock stops
+		defer release()
+		return vtime.Sleep(ctx, env.Clock, time.Minute)
+	}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := Runner{Launcher: InProcess{Dir: t.TempDir()}, Speed: Virtual}.Run(ctx, happyCase(), patient)
+	if r.Err == nil || !strings.Contains(r.Err.Error(), "while the tool did not work") || !strings.Contains(r.Err.Error(), "something else holds it") {
+		t.Fatalf("verdict %s, error %v; want an error saying something other than the tool held the clock", r.Verdict, r.Err)
+	}
+}
+
+// A shell tool that busy-loops without a wait is stopped once its processes have used
+// stallWork of CPU with the clock standing still, and scored hung.
+func TestShellToolThatNeverWaitsIsStopped(t *testing.T) {
+	needShell(t, Virtual)
+	defer func(d time.Duration) { stallWork = d }(stallWork)
+	stallWork = time.Second
+	spin := Tool{Name: "spin", Command: "while :; do :; done", Interval: time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := Runner{Launcher: InProcess{Dir: t.TempDir()}, Speed: Virtual}.Run(ctx, happyCase(), spin)
+	if r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	if r.Verdict != Hung || !strings.Contains(r.Claim.Detail, "while the tool worked") || !strings.Contains(r.Claim.Detail, "of CPU") {
+		t.Fatalf("verdict %s, claim %+v; want hung, stopped for the CPU it used", r.Verdict, r.Claim)
 	}
 }

@@ -301,22 +301,22 @@ func runTool(ctx context.Context, c Case, t Tool, mode Mode, clock replay.Clock,
 	errLimit := errors.New("harness limit")
 	timer := clock.AfterFunc(limit, func() { cancel(errLimit) })
 	defer timer.Stop()
-	if vc, ok := clock.(*vtime.Clock); ok {
+	// On a virtual clock the tool's goroutine is a task: busy except while it waits.
+	task := vtime.NewTask(clock)
+	defer task.End()
+	if _, ok := clock.(*vtime.Clock); ok {
 		// A tool that works without ever waiting holds the clock where it is, and the limit
-		// above cannot fall due: bound it in wall time, as a shell tool is.
+		// above cannot fall due: bound its work while the clock stands still.
 		done := lctx.Done()
-		stall := stallCap(lctx, clock, virtualWallLimit)
+		stalls := stallCap(lctx, clock, "outside its waits", taskWork(task))
 		go func() {
 			select {
-			case <-stall:
-				cancel(clockStalled{state: vc.State()})
+			case s := <-stalls:
+				cancel(s)
 			case <-done:
 			}
 		}()
 	}
-	// On a virtual clock the tool's goroutine is a task: busy except while it waits.
-	task := vtime.NewTask(clock)
-	defer task.End()
 	started()
 	lctx = vtime.WithTask(lctx, task)
 	env := Env{Clock: clock, URL: tgt.BaseURL(), Host: host, Port: port, LogFile: tgt.LogFile(), Exited: tgt.Exited, Done: tgt.Done(), OnExit: tgt.OnExit, Published: published}
@@ -333,11 +333,15 @@ func runTool(ctx context.Context, c Case, t Tool, mode Mode, clock replay.Clock,
 	}
 	werr := t.Wait(lctx, env)
 	at := clock.Now()
+	var stall stalled
 	switch {
 	case ctx.Err() != nil:
 		return Claim{}, ctx.Err()
-	case errors.As(context.Cause(lctx), new(clockStalled)):
-		return Claim{Outcome: NoClaim, At: at, Detail: context.Cause(lctx).Error()}, nil
+	case errors.As(context.Cause(lctx), &stall):
+		if !stall.tool {
+			return Claim{}, fmt.Errorf("tool %s: %w", t.Name, stall)
+		}
+		return Claim{Outcome: NoClaim, At: at, Detail: stall.Error()}, nil
 	case context.Cause(lctx) == errLimit:
 		return Claim{Outcome: NoClaim, At: at}, nil
 	case werr != nil:
@@ -345,14 +349,6 @@ func runTool(ctx context.Context, c Case, t Tool, mode Mode, clock replay.Clock,
 		return Claim{Outcome: ClaimFailed, At: at, Detail: werr.Error(), Preflight: errors.Is(werr, ErrPreflight)}, nil
 	}
 	return Claim{Outcome: ClaimReady, At: at, Detail: "ready"}, nil
-}
-
-// clockStalled ends a Go tool whose virtual clock stood still for virtualWallLimit of wall
-// time; state is what the clock waited for then (vtime.Clock.State).
-type clockStalled struct{ state string }
-
-func (e clockStalled) Error() string {
-	return fmt.Sprintf("the clock stood still for %s of wall time: %s", virtualWallLimit, e.state)
 }
 
 // launchArgv is the command the scenario's server was launched with, moved to the run's port

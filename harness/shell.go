@@ -306,7 +306,7 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 		g.recorded, g.untraced = done, untraced
 		cctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		g.wallCap = stallCap(cctx, r.clock, virtualWallLimit)
+		g.stalls = stallCap(cctx, r.clock, "of CPU", groupCPU(g.pgid))
 	}
 	if r.started != nil {
 		r.started()
@@ -426,13 +426,13 @@ func (r shellRun) start(argv, env []string, extra *os.File) (cmd *exec.Cmd, pr *
 // toolGroup is a started tool's process group and what the harness waits on.
 type toolGroup struct {
 	pgid     int
-	exited   chan struct{}    // closed once the leader is reaped
-	exitCode func() int       // the leader's exit status, once exited is closed
-	recorded func()           // the harness has recorded when the tool ended
-	wallCap  <-chan time.Time // on virtual time: the wall-time bound; nil otherwise
-	requests func() int       // requests the server has had from clients so far; -1 unknown
-	untraced <-chan struct{}  // on the library: a Go or static binary runs in the group; nil otherwise
-	bashExit <-chan int       // under faketime: the status the tool's bash reported; nil otherwise
+	exited   chan struct{}   // closed once the leader is reaped
+	exitCode func() int      // the leader's exit status, once exited is closed
+	recorded func()          // the harness has recorded when the tool ended
+	stalls   <-chan stalled  // on virtual time: the clock stood still (see stallCap); nil otherwise
+	requests func() int      // requests the server has had from clients so far; -1 unknown
+	untraced <-chan struct{} // on the library: a Go or static binary runs in the group; nil otherwise
+	bashExit <-chan int      // under faketime: the status the tool's bash reported; nil otherwise
 }
 
 func (g toolGroup) kill() { _ = syscall.Kill(-g.pgid, syscall.SIGKILL) }
@@ -474,8 +474,17 @@ func (r shellRun) await(ctx context.Context, g toolGroup, limit *limitTimer) (cl
 			g.recorded()
 			claim.ExitCode = code
 			return claim, false, nil
-		case <-g.wallCap: // the clock stood still: busy without ever waiting, the limit cannot fall due
-			return stopHung(), true, nil
+		case s := <-g.stalls:
+			if !s.tool {
+				g.kill()
+				<-g.exited
+				g.recorded()
+				return claim, false, fmt.Errorf("tool %s: %w", r.tool.Name, s)
+			}
+			// Busy without ever waiting: the limit cannot fall due.
+			c := stopHung()
+			c.Detail = s.Error()
+			return c, true, nil
 		case <-g.untraced:
 			g.kill()
 			<-g.exited

@@ -41,7 +41,7 @@ func (r shellRun) runTraced(ctx context.Context, script string) (Claim, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g := toolGroup{pgid: tr.Pid(), exited: make(chan struct{}), exitCode: tr.ExitCode, recorded: tr.Recorded,
-		wallCap: stallCap(cctx, vc, virtualWallLimit), requests: r.requests(ctx)}
+		stalls: stallCap(cctx, vc, "of CPU", groupCPU(tr.Pid())), requests: r.requests(ctx)}
 	untrack := r.rundir.trackGroup(g.pgid)
 	go func() {
 		<-tr.Done()

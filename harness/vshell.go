@@ -144,33 +144,3 @@ func alive(pid int) bool {
 	st, err := proc.Read("", pid)
 	return err == nil && st.Alive()
 }
-
-// virtualWallLimit bounds a tool on virtual time in wall time: a tool that busy-loops without
-// ever waiting holds the clock where it is, so its harness limit would never fall due. Only a
-// clock that stands still that long counts: a run that moves on, however slowly on a loaded
-// machine, is never cut. A variable for tests.
-var virtualWallLimit = 3 * time.Minute
-
-// stallCap delivers once clock has not moved for d of wall time, until ctx ends.
-func stallCap(ctx context.Context, clock replay.Clock, d time.Duration) <-chan time.Time {
-	ch := make(chan time.Time, 1)
-	go func() {
-		last, since := clock.Now(), time.Now()
-		tick := time.NewTicker(min(d, time.Second))
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-tick.C:
-				if n := clock.Now(); !n.Equal(last) {
-					last, since = n, now
-				} else if now.Sub(since) >= d {
-					ch <- now
-					return
-				}
-			}
-		}
-	}()
-	return ch
-}

@@ -46,6 +46,16 @@ func NewTask(clock clockwork.Clock) *Task {
 	return t
 }
 
+// Waiting reports whether the task is idle in one of its waits (false on a plain task).
+func (t *Task) Waiting() bool {
+	if t == nil || t.c == nil {
+		return false
+	}
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	return t.waiting
+}
+
 // End ends the task's work. Safe to call twice.
 func (t *Task) End() {
 	if t == nil || t.c == nil {

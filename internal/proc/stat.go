@@ -19,6 +19,8 @@ type Stat struct {
 	PPID    int  // field 4
 	PGRP    int  // field 5
 	Session int  // field 6
+	// UTime and STime (fields 14, 15): the process's own user and system CPU in clock ticks.
+	UTime, STime uint64
 	// CMinFlt, CUTime and CSTime (fields 11, 16, 17) count the reaped children: their minor
 	// faults and their user and system CPU in clock ticks.
 	CMinFlt, CUTime, CSTime uint64
@@ -53,13 +55,15 @@ func Parse(b []byte) (Stat, error) {
 		return Stat{}, fmt.Errorf("proc stat %.40q: %d fields after comm, want at least 20", b, len(f))
 	}
 	var st Stat
-	var errs [8]error
+	var errs [10]error
 	st.PID, errs[0] = strconv.Atoi(string(b[:i]))
 	st.State = f[0][0]
 	st.PPID, errs[1] = strconv.Atoi(string(f[1]))
 	st.PGRP, errs[2] = strconv.Atoi(string(f[2]))
 	st.Session, errs[3] = strconv.Atoi(string(f[3]))
 	st.CMinFlt, errs[4] = strconv.ParseUint(string(f[8]), 10, 64)
+	st.UTime, errs[8] = strconv.ParseUint(string(f[11]), 10, 64)
+	st.STime, errs[9] = strconv.ParseUint(string(f[12]), 10, 64)
 	st.CUTime, errs[5] = strconv.ParseUint(string(f[13]), 10, 64)
 	st.CSTime, errs[6] = strconv.ParseUint(string(f[14]), 10, 64)
 	st.StartTime, errs[7] = strconv.ParseUint(string(f[19]), 10, 64)

@@ -13,7 +13,7 @@ func TestParse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Stat{PID: 4242, State: 'S', PPID: 1, PGRP: 4242, Session: 4242, CMinFlt: 7, CUTime: 11, CSTime: 13, StartTime: 987654}
+	want := Stat{PID: 4242, State: 'S', PPID: 1, PGRP: 4242, Session: 4242, UTime: 5, STime: 3, CMinFlt: 7, CUTime: 11, CSTime: 13, StartTime: 987654}
 	if st != want || !st.Alive() {
 		t.Errorf("got %+v, want %+v", st, want)
 	}
