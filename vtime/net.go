@@ -273,6 +273,7 @@ func DialContext(dial func(ctx context.Context, network, addr string) (net.Conn,
 		c := t.c
 		release := c.Hold()
 		defer release()
+		t.onWire()
 		nc, err := dial(ctx, network, addr)
 		if err != nil {
 			t.holdUntilBusy()
@@ -300,6 +301,12 @@ type offClockConn struct {
 	t      *Task
 	once   sync.Once
 	detach func()
+}
+
+func (o *offClockConn) Write(p []byte) (int, error) {
+	n, err := o.Conn.Write(p)
+	o.t.onWire()
+	return n, err
 }
 
 func (o *offClockConn) Read(p []byte) (int, error) {
@@ -340,10 +347,10 @@ func (k *clientConn) Write(p []byte) (int, error) {
 func (k *clientConn) answered() {
 	c := k.t.c
 	c.mu.Lock()
-	idle := k.wrote
+	held := k.wrote != 0 && k.t.holdUntilBusyLocked(k.wrote)
 	c.mu.Unlock()
-	if idle != 0 {
-		k.t.holdUntilBusyIn(idle)
+	if held {
+		c.act.Add(1)
 	}
 }
 

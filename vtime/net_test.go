@@ -167,3 +167,34 @@ func TestAcceptHoldsTheClock(t *testing.T) {
 		t.Fatal("a registered connection with an unread request must keep the listener busy")
 	}
 }
+
+// A request to a port nothing listens on holds the clock from Request until its dial has
+// begun: the transport dials in a goroutine of its own, and a loaded machine that ran it late
+// let the clock jump while the task sat idle (a testcontainers poll grid moved 49 ms).
+func TestRequestHoldsTheClockUntilItsDialBegins(t *testing.T) {
+	c := New(t0, Options{})
+	defer c.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // refused from now on
+	task := NewTask(c)
+	defer task.End()
+	c.AfterFunc(50*time.Millisecond, func() {})
+	ctx := WithTask(context.Background(), task)
+	dial := DialContext((&net.Dialer{}).DialContext)
+	var at time.Time
+	RequestDuring(ctx, c, addr, func() {
+		time.Sleep(20 * time.Millisecond) // the dialling goroutine, late to run
+		at = c.Now()
+		if conn, err := dial(ctx, "tcp", addr); err == nil {
+			conn.Close()
+			t.Error("the dial to a closed port succeeded")
+		}
+	})
+	if !at.Equal(t0) || !c.Now().Equal(t0) {
+		t.Fatalf("the clock moved by %s before the dial and %s by the end; want it held at the start", at.Sub(t0), c.Now().Sub(t0))
+	}
+}

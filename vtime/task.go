@@ -28,7 +28,8 @@ type Task struct {
 	t        *timer
 	idles    uint64   // Idle calls begun: which one a request was written in (clientConn)
 	netHolds []func() // holds of this task's connections, released when it is busy again
-	reqHold  func()   // a request to a server on the clock that no handler has taken yet
+	reqHold  func()   // a request not yet on its way (see Request)
+	reqOff   bool     // reqHold's request goes to no server of the clock
 }
 
 // NewTask begins a task on clock: on a *Clock it counts as work until End.
@@ -286,9 +287,12 @@ func TaskTimer(t *Task, clock clockwork.Clock, d time.Duration) clockwork.Timer 
 	return clock.NewTimer(d)
 }
 
-// Request holds the clock for a request t is about to make to addr (host:port), when a
-// server on t's clock listens there: until the server's handler has begun (Started) or t is
-// busy again after the Idle it makes the request in. Call it while t is busy, right before.
+// Request holds the clock for a request t is about to make to addr (host:port): until the
+// request is on its way or t is busy again after the Idle it makes the request in. A request
+// to a server on t's clock is on its way once the server's handler has begun (Started); one
+// to any other address once its dial has begun or its bytes are written (an idle task whose
+// request no one holds let the clock jump before a refused dial to a port not yet bound was
+// even tried, by a loaded machine's scheduling delay). Call it while t is busy, right before.
 func (t *Task) Request(addr string) {
 	if t == nil || t.c == nil {
 		return
@@ -296,12 +300,30 @@ func (t *Task) Request(addr string) {
 	c := t.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t.ended || !c.listeners[addr] || t.reqHold != nil {
+	if t.ended || t.reqHold != nil {
 		return
 	}
 	c.busy++
 	var once sync.Once
 	t.reqHold = func() { once.Do(c.release) }
+	t.reqOff = !c.listeners[addr]
+}
+
+// onWire ends the hold Request took for a request to no server of the clock: its dial has
+// begun or its bytes are written, and what follows is the connection's to account for.
+func (t *Task) onWire() {
+	c := t.c
+	c.mu.Lock()
+	r := t.reqHold
+	if !t.reqOff {
+		r = nil
+	} else {
+		t.reqHold = nil
+	}
+	c.mu.Unlock()
+	if r != nil {
+		r()
+	}
 }
 
 // taken ends the hold Request took: a handler has the request.
@@ -327,15 +349,23 @@ func (t *Task) holdUntilBusy() { t.holdUntilBusyIn(0) }
 func (t *Task) holdUntilBusyIn(idle uint64) {
 	c := t.c
 	c.mu.Lock()
+	held := t.holdUntilBusyLocked(idle)
+	c.mu.Unlock()
+	if held {
+		c.act.Add(1)
+	}
+}
+
+// holdUntilBusyLocked is holdUntilBusyIn with c.mu held; it reports whether it took a hold.
+func (t *Task) holdUntilBusyLocked(idle uint64) bool {
+	c := t.c
 	if t.ended || !t.waiting || t.inWait || (idle != 0 && idle != t.idles) {
-		c.mu.Unlock()
-		return
+		return false
 	}
 	c.busy++
 	var once sync.Once
 	t.netHolds = append(t.netHolds, func() { once.Do(c.release) })
-	c.mu.Unlock()
-	c.act.Add(1)
+	return true
 }
 
 type taskKey struct{}
