@@ -590,12 +590,23 @@ func (r shellRun) scanOutput(pr *os.File) *toolOutput {
 		at   time.Time
 	}
 	o := &toolOutput{pr: pr, scanned: make(chan struct{})}
+	var (
+		src   io.Reader = pr
+		stamp           = r.clock.Now
+	)
+	if vc, ok := r.clock.(*vtime.Clock); ok {
+		// A line is stamped with the instant it left the pipe, however late this goroutine
+		// runs after that: the bytes the scanner holds are the last read's.
+		if sr, err := vtime.NewStampedReader(pr, vc); err == nil {
+			src, stamp = sr, sr.At
+		}
+	}
 	go func() {
 		defer close(o.scanned)
-		sc := bufio.NewScanner(pr)
+		sc := bufio.NewScanner(src)
 		sc.Buffer(make([]byte, 0, 4096), 1<<20)
 		for sc.Scan() {
-			l := line{text: sc.Text(), at: r.clock.Now()}
+			l := line{text: sc.Text(), at: stamp()}
 			if r.output != nil {
 				fmt.Fprintln(r.output, l.text)
 			}
