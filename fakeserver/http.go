@@ -85,15 +85,7 @@ func (s *Server) middleware(next http.Handler) http.Handler {
 		s.mu.Unlock()
 		if wedged != nil {
 			aw.fault = string(fault.Wedge)
-			resumed := false
-			vtime.IdleDuring(ctx, s.clock, func() {
-				select {
-				case <-wedged:
-					resumed = true
-				case <-ctx.Done():
-				}
-			})
-			if !resumed {
+			if !wedged.Wait(ctx) {
 				aw.abortUnanswered()
 			}
 			aw.fault = ""

@@ -93,15 +93,7 @@ func (s *Server) awaitScheduler(ctx context.Context) bool {
 		case hung == nil:
 			return true
 		}
-		gone := false
-		vtime.IdleDuring(ctx, s.clock, func() {
-			select {
-			case <-hung:
-			case <-ctx.Done():
-				gone = true
-			}
-		})
-		if gone {
+		if !hung.Wait(ctx) {
 			return false
 		}
 	}

@@ -156,14 +156,14 @@ func (s *Server) setUpLocked(at time.Duration) {
 
 func (s *Server) wedgeLocked(at time.Duration) {
 	if s.wedged == nil {
-		s.wedged = make(chan struct{})
+		s.wedged = vtime.NewGate()
 		s.state(at, StateWedged)
 	}
 }
 
 func (s *Server) unwedgeLocked(at time.Duration) {
 	if s.wedged != nil {
-		close(s.wedged)
+		s.wedged.Open()
 		s.wedged = nil
 		s.state(at, StateUnwedged)
 		if s.sigtermPending {
@@ -175,7 +175,7 @@ func (s *Server) unwedgeLocked(at time.Duration) {
 
 func (s *Server) wedgeSchedulerLocked(at time.Duration) {
 	if s.schedWedged == nil && !s.schedDead {
-		s.schedWedged = make(chan struct{})
+		s.schedWedged = vtime.NewGate()
 		s.state(at, StateSchedulerWedged)
 	}
 }
@@ -184,7 +184,7 @@ func (s *Server) resumeSchedulerLocked(at time.Duration) {
 	if s.schedWedged == nil {
 		return
 	}
-	close(s.schedWedged)
+	s.schedWedged.Open()
 	s.schedWedged = nil
 	s.resumes++
 	s.lastHeartbeat = s.stamp(at)

@@ -69,8 +69,8 @@ type Server struct {
 	mu          sync.Mutex
 	phase       phase
 	unhealthy   bool
-	wedged      chan struct{} // non-nil while the whole server is wedged; closed on unwedge
-	schedWedged chan struct{} // non-nil while the scheduler hangs; closed on resume
+	wedged      *vtime.Gate // non-nil while the whole server is wedged; opened on unwedge
+	schedWedged *vtime.Gate // non-nil while the scheduler hangs; opened on resume
 	schedDead   bool
 	resumes     uint64 // how many times the scheduler resumed from a wedge
 	// tmLoopAt is when the tokenizer manager's loop began (the first generate); nil before.
