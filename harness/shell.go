@@ -679,9 +679,16 @@ var errUntraced = errors.New("a Go or static binary runs in the tool's process g
 const MaxExtension = 2.0
 
 // groupScan is one look at a process group: each live process with what its reaped children
-// used (CPU ticks and minor faults).
+// used (CPU ticks and minor faults), and the CPU ticks of the whole group.
 type groupScan struct {
 	reaped map[int]uint64
+	ticks  uint64
+}
+
+// cpu is the CPU time the group's processes have used, their reaped children's included (a
+// loop's short-lived curls).
+func (g groupScan) cpu() time.Duration {
+	return time.Duration(g.ticks) * time.Second / clockTicks
 }
 
 // scanGroup reads process group pgid from /proc.
@@ -700,6 +707,7 @@ func scanGroup(pgid int) groupScan {
 		// (on virtual time a loop's scans are seconds of its own apart, not of wall time),
 		// but it never exits without having faulted pages in.
 		g.reaped[pid] = st.CMinFlt + st.CUTime + st.CSTime
+		g.ticks += st.UTime + st.STime + st.CUTime + st.CSTime
 	}
 	return g
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/incident-replay/incident-replay/internal/proc"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/vtime"
 )
@@ -93,20 +92,7 @@ func stallCap(ctx context.Context, clock replay.Clock, unit string, work func() 
 // groupCPU is the CPU time the processes of group pgid have used, their reaped children's
 // included (a loop's short-lived curls).
 func groupCPU(pgid int) func() time.Duration {
-	return func() time.Duration {
-		pids, err := proc.PIDs("")
-		if err != nil {
-			return 0
-		}
-		var ticks uint64
-		for _, pid := range pids {
-			st, err := proc.Read("", pid)
-			if err == nil && st.PGRP == pgid {
-				ticks += st.UTime + st.STime + st.CUTime + st.CSTime
-			}
-		}
-		return time.Duration(ticks) * time.Second / clockTicks
-	}
+	return func() time.Duration { return scanGroup(pgid).cpu() }
 }
 
 // clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on every Linux architecture Go

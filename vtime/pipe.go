@@ -44,12 +44,14 @@ func (s *StampedReader) Read(p []byte) (int, error) {
 	err := s.rc.Read(func(fd uintptr) bool {
 		release := s.c.Hold()
 		defer release()
-		n, rerr = syscall.Read(int(fd), p)
+		for {
+			n, rerr = syscall.Read(int(fd), p)
+			if !errors.Is(rerr, syscall.EINTR) {
+				break
+			}
+		}
 		if errors.Is(rerr, syscall.EAGAIN) {
 			return false // nothing yet: wait for the poller
-		}
-		if errors.Is(rerr, syscall.EINTR) {
-			return false
 		}
 		s.at = s.c.Now()
 		return true
