@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -30,6 +31,11 @@ type Config struct {
 	Stdout, Stderr io.Writer // nil: discarded (Logs still has them)
 	LogFile        string    // also write every line here (SGLang's --log-file equivalent)
 	Journal        io.Writer // ground-truth JSON lines; nil: none
+
+	// Holder is the port holder's socket (errno98, stale_listener), already listening: the
+	// other process was on the port before this server started, so a client that connects
+	// at once is queued, not refused. nil: the server opens it when it starts.
+	Holder net.Listener
 }
 
 // args are the launch flags the HTTP surface depends on, resolved from sglang.ServerArgs.

@@ -132,10 +132,12 @@ func (s *Server) warmupTaker() (*fault.Live, fault.WarmupTaker) {
 // startHolder puts "another process" on the port before the timeline binds: an HTTP server
 // that answers every request with the holder's status (stale_listener), or a non-HTTP owner
 // that accepts and closes (errno98).
-func (s *Server) startHolder(f *fault.Live, h fault.PortHolder) error {
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.args.Host, strconv.Itoa(s.port)))
-	if err != nil {
-		return err
+func (s *Server) startHolder(f *fault.Live, h fault.PortHolder, ln net.Listener) error {
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", net.JoinHostPort(s.args.Host, strconv.Itoa(s.port))); err != nil {
+			return err
+		}
 	}
 	// The holder is a process of its own on a real host, answering at once; here it is on the
 	// run's clock like the server, so no jump falls between a request to it and its answer.

@@ -168,11 +168,13 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.port = port
 	s.baseURL = "http://" + net.JoinHostPort(dialHost(s.args.Host), strconv.Itoa(port))
 	if f, h := s.portHolder(); f != nil {
-		if err := s.startHolder(f, h); err != nil {
+		if err := s.startHolder(f, h, cfg.Holder); err != nil {
 			s.out.close()
 			s.releasePort()
 			return nil, err
 		}
+	} else if cfg.Holder != nil {
+		cfg.Holder.Close() // no fault holds the port: nobody else is on it
 	}
 	s.task = vtime.NewTask(s.clock)
 	s.schedule(cfg.Timeline, s.faults)

@@ -160,6 +160,19 @@ type PortHolder interface {
 	HolderStatus(s Spec) int
 }
 
+// HoldsPort reports whether one of specs puts another process on the port before the server
+// binds it.
+func HoldsPort(specs []Spec) bool {
+	for _, s := range specs {
+		if d, ok := Lookup(s.Kind); ok {
+			if _, ok := d.Fault.(PortHolder); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // WarmupTaker is a fault that takes over the server's warmup once the port is bound.
 type WarmupTaker interface {
 	TakeWarmup(s Spec, srv Server, at time.Duration)

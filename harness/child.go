@@ -16,6 +16,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/incident-replay/incident-replay/fakeserver"
+	"github.com/incident-replay/incident-replay/fault"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/vtime"
 )
@@ -65,11 +66,15 @@ type childTarget struct {
 	port       int
 	reserved   *fakeserver.Reservation
 	ln         net.Listener
-	vc         *vtime.Clock
-	startHold  func()
-	detach     func()
-	launch     string // {{.Launch}}
-	exits      exitNotice
+	// holder listens on the port from the start when the scenario puts another process on
+	// it (a stale server): a launcher that probes the moment it has started the server finds
+	// it there, as it would on a host. The launched server is handed it over the clock socket.
+	holder    *net.TCPListener
+	vc        *vtime.Clock
+	startHold func()
+	detach    func()
+	launch    string // {{.Launch}}
+	exits     exitNotice
 
 	mu     sync.Mutex
 	link   *vtime.Link
@@ -94,6 +99,13 @@ func (t *childTarget) prepare() error {
 		return err
 	}
 	t.port = t.reserved.Port()
+	if t.c.Scenario != nil && fault.HoldsPort(t.c.Scenario.Faults) {
+		ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: t.port})
+		if err != nil {
+			return fmt.Errorf("the scenario's port holder: %w", err)
+		}
+		t.holder = ln
+	}
 	source, err := scenarioSource(t.c, t.dir)
 	if err != nil {
 		return err
@@ -121,6 +133,10 @@ func (t *childTarget) prepare() error {
 // FLAGS`, marks the launch, and replaces itself with fakesglang on the run's clock, so the
 // process the tool started is the server (its PID, its port, its output, its exit status).
 func (t *childTarget) standIn(source, sock string) string {
+	holderFlag := ""
+	if t.holder != nil {
+		holderFlag = " --port-holder-on-vclock"
+	}
 	return fmt.Sprintf(`#!/bin/sh
 # incident-replay: {{.Launch}}, the scenario's fake SGLang server on the run's clock.
 if [ "$1" != -m ] || [ "$2" != sglang.launch_server ]; then
@@ -134,9 +150,9 @@ if ! mkdir %[1]s 2>/dev/null; then
 fi
 echo $$ > %[2]s
 unset LD_PRELOAD
-exec %[3]s --scenario %[4]s --seed %[5]d --journal %[6]s --log-file %[7]s --vclock %[8]s --start-time %[9]s "$@"
+exec %[3]s --scenario %[4]s --seed %[5]d --journal %[6]s --log-file %[7]s --vclock %[8]s%[10]s --start-time %[9]s "$@"
 `, shq(filepath.Join(t.dir, childMark)), shq(filepath.Join(t.dir, childPIDFile)), shq(t.fakesglang), shq(source),
-		t.c.seed(), shq(t.journalPath()), shq(t.logPath()), shq(sock), t.c.Timeline.Start.UTC().Format(time.RFC3339Nano))
+		t.c.seed(), shq(t.journalPath()), shq(t.logPath()), shq(sock), t.c.Timeline.Start.UTC().Format(time.RFC3339Nano), holderFlag)
 }
 
 func (t *childTarget) logPath() string     { return filepath.Join(t.dir, fakeserver.HostLog) }
@@ -149,6 +165,15 @@ func (t *childTarget) accept() {
 		return // closed by Stop: no launch
 	}
 	_ = t.ln.Close()
+	if t.holder != nil {
+		err := vtime.SendListener(conn.(*net.UnixConn), t.holder)
+		_ = t.holder.Close() // the server's now; on an error it reports that it got none
+		if err != nil {
+			_ = conn.Close()
+			close(t.done)
+			return
+		}
+	}
 	link := t.vc.Lead(conn, "127.0.0.1:"+strconv.Itoa(t.port))
 	t.mu.Lock()
 	t.link = link
@@ -305,6 +330,9 @@ func (t *childTarget) Stop(context.Context) error {
 	}
 	if t.ln != nil {
 		_ = t.ln.Close()
+	}
+	if t.holder != nil {
+		_ = t.holder.Close()
 	}
 	if link != nil {
 		_ = link.Close()

@@ -136,3 +136,27 @@ func TestLLMWaitLaunchRow(t *testing.T) {
 		})
 	}
 }
+
+// A stale server is on the port before the launch: a launcher that probes the moment it has
+// started {{.Launch}} is answered by it, every time, however fast it is.
+func TestStaleListenerIsThereBeforeTheLaunch(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not installed")
+	}
+	bin := projectBin(t)
+	tool := Tool{Name: "probe-at-once", Interval: time.Second, Budget: 2 * time.Minute,
+		Command: `{{.Launch}} >/dev/null 2>&1 &
+curl -fsS -o /dev/null --max-time 5 {{.URL}}/health`}
+	r := Runner{Launcher: InProcess{}, Speed: Virtual, BinDir: bin}
+	c := catalogueCase(t, "s8-stale-listener")
+	for i := range 5 {
+		res := r.Run(context.Background(), c, tool)
+		if res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		if res.Verdict != FalseReady || res.Claim.At != res.Start {
+			t.Fatalf("run %d: %s at %v (%s), want false-ready at 0s: the probe missed the stale server; output:\n%s",
+				i, res.Verdict, res.Claim.At.Sub(res.Start), res.Reason, res.Output)
+		}
+	}
+}

@@ -36,6 +36,7 @@ type own struct {
 	profile, profileFlag       string // the release to play without --scenario, and the flag that named it
 	bindAfter                  time.Duration
 	vclock                     string // a leader's clock socket: run on its virtual time
+	holderOnVclock             bool   // the port holder's listening socket comes over vclock
 }
 
 // usageError is an argparse-style failure: exit 2.
@@ -49,6 +50,9 @@ func splitOwn(argv []string) (own, []string, error) {
 	for i := 0; i < len(argv); i++ {
 		name, val, has := strings.Cut(argv[i], "=")
 		switch name {
+		case "--port-holder-on-vclock":
+			o.holderOnVclock = true
+			continue
 		case "--scenario", "--speed", "--seed", "--journal", "--start-time", "--log-file", "--profile", "--sglang-version", "--bind-after", "--vclock":
 		default:
 			rest = append(rest, argv[i])
@@ -90,6 +94,9 @@ func splitOwn(argv []string) (own, []string, error) {
 		if err != nil {
 			return o, nil, usageError{fmt.Sprintf("argument %s: invalid value %q: %v", name, val, err)}
 		}
+	}
+	if o.holderOnVclock && o.vclock == "" {
+		return o, nil, usageError{"argument --port-holder-on-vclock: needs --vclock"}
 	}
 	return o, rest, nil
 }
@@ -170,6 +177,12 @@ func config(o own, argv []string) (fakeserver.Config, error) {
 		if err != nil {
 			return cfg, fmt.Errorf("--vclock: %w", err)
 		}
+		if o.holderOnVclock {
+			if cfg.Holder, err = vtime.ReceiveListener(conn.(*net.UnixConn)); err != nil {
+				conn.Close()
+				return cfg, fmt.Errorf("--port-holder-on-vclock: %w", err)
+			}
+		}
 		cfg.Clock = vtime.Follow(conn, cfg.Timeline.Start, vtime.Options{})
 	}
 	cfg.InheritEnv()
@@ -177,7 +190,7 @@ func config(o own, argv []string) (fakeserver.Config, error) {
 	return cfg, nil
 }
 
-const usage = "usage: fakesglang [-h] --model-path MODEL_PATH [SGLang launch flags] [--scenario FILE|NAME] [--speed S] [--seed N] [--journal FILE] [--start-time RFC3339] [--log-file FILE] [--sglang-version V] [--vclock SOCKET]"
+const usage = "usage: fakesglang [-h] --model-path MODEL_PATH [SGLang launch flags] [--scenario FILE|NAME] [--speed S] [--seed N] [--journal FILE] [--start-time RFC3339] [--log-file FILE] [--sglang-version V] [--vclock SOCKET [--port-holder-on-vclock]]"
 
 // run runs one server until it exits. A value on term is SIGTERM, which the server handles as
 // its SGLang release does (a drain, then exit 137); ctx ending is SIGINT: stop at once, 143.

@@ -104,3 +104,15 @@ func TestSGLangVersionFlag(t *testing.T) {
 		}
 	}
 }
+
+// --port-holder-on-vclock takes the holder's socket from the leader, so it needs one.
+func TestPortHolderOnVclockNeedsVclock(t *testing.T) {
+	_, _, err := splitOwn([]string{"--model-path", "m", "--scenario", "s8-stale-listener", "--port-holder-on-vclock"})
+	if err == nil || !strings.Contains(err.Error(), "needs --vclock") {
+		t.Fatalf("err %v, want a usage error naming --vclock", err)
+	}
+	o, rest, err := splitOwn([]string{"--port-holder-on-vclock", "--vclock", "/x.sock", "--model-path", "m"})
+	if err != nil || !o.holderOnVclock || o.vclock != "/x.sock" || len(rest) != 2 {
+		t.Fatalf("own %+v, rest %q, err %v", o, rest, err)
+	}
+}
