@@ -185,16 +185,18 @@ func (l *listener) Close() error {
 	return l.Listener.Close()
 }
 
-// Idle implements Participant: busy while a connection waits in the accept queue or a
-// connection nobody holds has unread bytes.
+// Idle implements Participant: busy while a connection waits in the accept queue, a
+// connection nobody holds has unread bytes, or an answer is still on its way to the client
+// (sent, not yet acknowledged: on a loaded host the kernel can hand a loopback segment over
+// milliseconds after the write, and a client process sleeps in poll until then).
 func (l *listener) Idle() (bool, time.Time) {
-	if backlog(l.Listener) > 0 {
+	if tcpInfo(l.Listener).Unacked > 0 {
 		return false, time.Time{}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for k := range l.conns {
-		if unread(k.Conn) > 0 {
+		if unread(k.Conn) > 0 || tcpInfo(k.Conn).Unacked > 0 {
 			return false, time.Time{}
 		}
 	}
@@ -371,24 +373,25 @@ func (c *Clock) client(addr string) *clientConn {
 	return c.clients[addr]
 }
 
-// backlog is how many connections wait in ln's accept queue (TCP_INFO's tcpi_unacked of a
-// listening socket), 0 when that cannot be read.
-func backlog(ln net.Listener) int {
-	sc, ok := ln.(syscall.Conn)
+// tcpInfo is TCP_INFO of a TCP socket (zero for others). Its Unacked is, on a listening
+// socket, how many connections wait in the accept queue; on a connection, the segments sent
+// and not yet acknowledged.
+func tcpInfo(s any) syscall.TCPInfo {
+	var info syscall.TCPInfo
+	sc, ok := s.(syscall.Conn)
 	if !ok {
-		return 0
+		return info
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return 0
+		return info
 	}
-	var info syscall.TCPInfo
 	_ = rc.Control(func(fd uintptr) {
 		size := uint32(unsafe.Sizeof(info))
 		_, _, _ = syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, syscall.IPPROTO_TCP, syscall.TCP_INFO,
 			uintptr(unsafe.Pointer(&info)), uintptr(unsafe.Pointer(&size)), 0)
 	})
-	return int(info.Unacked)
+	return info
 }
 
 // unread is the bytes waiting in a connection's receive queue, 0 when that cannot be read.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -516,4 +517,41 @@ func BenchmarkSleepLoop(b *testing.B) {
 		wall += r.wall
 	}
 	b.ReportMetric(float64(wall.Milliseconds())/float64(b.N)/virt.Minutes(), "wall-ms/virtual-min")
+}
+
+// A handshake with a loopback peer that is still on its way (here held up for good: the
+// listener's accept queue is full, so the kernel drops the SYN and retries after a second)
+// holds the clock: the process is not idle while it waits for it, however it waits. On a
+// loaded host the same wait is the milliseconds a deferred softirq takes.
+func TestHandshakeOnItsWayHoldsTheClock(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl not installed")
+	}
+	needLib(t)
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(fd, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, _ := syscall.Getsockname(fd)
+	port := sa.(*syscall.SockaddrInet4).Port
+	first, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)) // fills the queue
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+
+	p := newPage(t)
+	_, g := startGroup(t, p, nil, io.Discard, "curl", "-s", "--connect-timeout", "30", "http://127.0.0.1:"+strconv.Itoa(port)+"/")
+	for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if idle, next := g.Idle(); idle {
+			t.Fatalf("curl is idle (next deadline %v) while its SYN has not reached the listener", next.Sub(start))
+		}
+	}
 }
