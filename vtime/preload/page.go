@@ -12,7 +12,9 @@
 // timespec_get; nanosleep, clock_nanosleep, usleep, sleep; the timeouts of poll, ppoll,
 // select, pselect, epoll_wait, epoll_pwait, epoll_pwait2, pthread_cond_timedwait,
 // pthread_cond_clockwait, sem_timedwait, sem_clockwait, sigtimedwait; alarm, setitimer
-// and getitimer (ITIMER_REAL), timer_create and the other timer_* calls. It does not cover
+// and getitimer (ITIMER_REAL), timer_create and the other timer_* calls. A connect or a
+// send (send, sendto, sendmsg, write, writev) to a loopback TCP peer holds the clock until
+// the peer's kernel has the handshake and the bytes. It does not cover
 // timerfd, socket timeouts (SO_RCVTIMEO, SO_SNDTIMEO), pthread_mutex_timedlock,
 // futex, clock_gettime or sleeps made as raw system calls, nor processes that do not
 // load it (static binaries, setuid programs, a cleared environment) or that bypass libc
