@@ -193,3 +193,21 @@ func journalStates(recs []Record, state string) []time.Duration {
 	}
 	return at
 }
+
+// A gate's answer is ready before the handler would go idle: it is answered at the instant
+// of the request even when the handler's goroutine is kept off the CPU, not at the client's
+// timeout after a jump.
+func TestGateAnswerDoesNotWaitForAGoroutine(t *testing.T) {
+	clk := vtime.New(epoch, vtime.Options{})
+	t.Cleanup(clk.Close)
+	c := newVClient(t, clk)
+	r := start(t, Config{Profile: sglang.ProfileFor(sglang.EraA), Clock: clk, Seed: 1})
+	c.sleepUntil(10*time.Second, epoch)
+	testHookHealthIdle = func() { time.Sleep(50 * time.Millisecond) }
+	t.Cleanup(func() { testHookHealthIdle = nil })
+	for i := range 3 {
+		if code, took, _ := c.do("GET", r.BaseURL()+"/health", 5*time.Second); code != http.StatusOK || took != 0 {
+			t.Fatalf("probe %d: %d after %v, want era A's unconditional 200 at once", i, code, took)
+		}
+	}
+}

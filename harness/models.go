@@ -215,15 +215,24 @@ func (pod Pod) Wait(ctx context.Context, env Env) error {
 			code int
 			what int // 0 ctx, 1 exit, 2 event
 		)
-		vtime.IdleDuring(ctx, env.Clock, func() {
-			select {
-			case <-ctx.Done():
-			case code = <-exited:
-				what = 1
-			case ev = <-events:
-				what = 2
-			}
-		})
+		// What arrived while the model worked is taken before it goes idle (see await in
+		// package ready).
+		select {
+		case code = <-exited:
+			what = 1
+		case ev = <-events:
+			what = 2
+		default:
+			vtime.IdleDuring(ctx, env.Clock, func() {
+				select {
+				case <-ctx.Done():
+				case code = <-exited:
+					what = 1
+				case ev = <-events:
+					what = 2
+				}
+			})
+		}
 		switch what {
 		case 0:
 			return ctx.Err()
@@ -333,14 +342,19 @@ func (h Healthcheck) Wait(ctx context.Context, env Env) error {
 		// to the harness limit first (s7-slow-load: no check by 60 s).
 		code, exit := 0, false
 		gapped := vtime.TaskTimer(vtime.TaskFrom(ctx), env.Clock, gap) // busy from its fire on
-		vtime.IdleDuring(ctx, env.Clock, func() {
-			select {
-			case code = <-exited:
-				exit = true
-			case <-gapped.Chan():
-			case <-ctx.Done():
-			}
-		})
+		select {
+		case code = <-exited:
+			exit = true
+		default:
+			vtime.IdleDuring(ctx, env.Clock, func() {
+				select {
+				case code = <-exited:
+					exit = true
+				case <-gapped.Chan():
+				case <-ctx.Done():
+				}
+			})
+		}
 		gapped.Stop()
 		switch {
 		case exit:

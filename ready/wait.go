@@ -192,28 +192,47 @@ type arrival struct {
 	r    round   // evRound
 }
 
-// await blocks until something arrives.
+// await blocks until something arrives. It is idle only while nothing has: on a virtual
+// clock time may move only then, and what arrived while the loop worked is taken first
+// (taken idle, it would wait for a goroutine the machine may keep off the CPU past the
+// clock's quiet window, and time could jump before it).
 func (w *waiter) await() arrival {
-	// Idle while nothing has arrived: on a virtual clock, time may move only then.
 	var a arrival
-	w.loopTask.Idle(func() {
-		select {
-		case <-w.ctx.Done():
-			a.ev = evCtx
-		case a.line = <-w.logCh:
-			a.ev = evLine
-		case a.err = <-w.logDone:
-			a.ev = evLogEnd
-		case <-w.procDone:
-			a.ev = evExit
-		case a.r = <-w.roundCh:
-			a.ev = evRound
-		case <-w.synced:
-			a.ev = evSynced
-		case <-w.timer.Chan():
-			a.ev = evTick
-		}
-	})
+	select {
+	case <-w.ctx.Done():
+		a.ev = evCtx
+	case a.line = <-w.logCh:
+		a.ev = evLine
+	case a.err = <-w.logDone:
+		a.ev = evLogEnd
+	case <-w.procDone:
+		a.ev = evExit
+	case a.r = <-w.roundCh:
+		a.ev = evRound
+	case <-w.synced:
+		a.ev = evSynced
+	case <-w.timer.Chan():
+		a.ev = evTick
+	default:
+		w.loopTask.Idle(func() {
+			select {
+			case <-w.ctx.Done():
+				a.ev = evCtx
+			case a.line = <-w.logCh:
+				a.ev = evLine
+			case a.err = <-w.logDone:
+				a.ev = evLogEnd
+			case <-w.procDone:
+				a.ev = evExit
+			case a.r = <-w.roundCh:
+				a.ev = evRound
+			case <-w.synced:
+				a.ev = evSynced
+			case <-w.timer.Chan():
+				a.ev = evTick
+			}
+		})
+	}
 	return a
 }
 
