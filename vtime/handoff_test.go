@@ -20,22 +20,7 @@ func TestHandedOverListenerKeepsItsQueue(t *testing.T) {
 	}
 	defer early.Close()
 
-	sock := filepath.Join(t.TempDir(), "s")
-	ul, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ul.Close()
-	follower, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer follower.Close()
-	leader, err := ul.AcceptUnix()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer leader.Close()
+	leader, follower := unixPair(t)
 	if err := SendListener(leader, ln); err != nil {
 		t.Fatal(err)
 	}
