@@ -318,6 +318,7 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	// (or the server a launch tool starts) would only hold every clock step up. At S=1 a tool
 	// runs as it would for real, at its own priority: niced beside two busy-loop CPU hogs, a
 	// python3 waiter claimed ready 34 s late.
+	// command starts the tool under nice(1); this covers a PATH without it.
 	if vs == nil && replay.Factor(r.clock) > 1 {
 		_ = syscall.Setpriority(syscall.PRIO_PGRP, g.pgid, shellNice)
 	}
@@ -379,6 +380,11 @@ func (r shellRun) command(ctx context.Context, script string) (argv, env []strin
 	}
 	if argv, err = r.faketime.wrap(r.clock, bash, sleepPrelude()+script); err != nil {
 		return nil, nil, nil, err
+	}
+	// Niced from its first instruction: a renice after the start races the tool's first
+	// fork, and that child would keep the harness's priority.
+	if nice, lerr := exec.LookPath("nice"); lerr == nil && replay.Factor(r.clock) > 1 {
+		argv = append([]string{nice, "-n", strconv.Itoa(shellNice)}, argv...)
 	}
 	return argv, r.env, nil, nil
 }
