@@ -3,12 +3,9 @@ package harness
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/incident-replay/incident-replay/fakeserver"
@@ -69,27 +66,20 @@ func (l InProcess) Launch(ctx context.Context, c Case, speed float64) (Target, e
 	if c.Compiled != nil {
 		cfg = ConfigFor(c.Compiled)
 	}
-	// The server binds only when its timeline says so, minutes in; until then its port is
-	// merely picked. Hand each live run a distinct port so two runs never pick the same one.
-	port, err := ports.take()
-	if err != nil {
-		vclock.Close()
-		os.RemoveAll(dir)
-		return nil, err
-	}
-	t.port = port
 	if vclock != nil {
 		// Time starts once the tool runs: its start-up is work like any other.
 		t.startHold = vclock.Hold()
 	}
-	cfg.Args.Host, cfg.Args.Port = "127.0.0.1", port
+	// Port 0: the server reserves a loopback port below the kernel's ephemeral range until
+	// Stop. A port from bind(0) could meanwhile become a tool's outgoing local port, and a
+	// holder binding it at start died of EADDRINUSE.
+	cfg.Args.Host, cfg.Args.Port = "127.0.0.1", 0
 	cfg.Clock = clock
 	cfg.LogFile = t.log
 	cfg.Journal = &bytes.Buffer{} // fakeserver reads it back under its own lock
 	srv, err := fakeserver.Start(context.WithoutCancel(ctx), cfg)
 	if err != nil {
 		vclock.Close()
-		ports.give(port)
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -110,7 +100,6 @@ var _ Target = (*inprocTarget)(nil)
 
 type inprocTarget struct {
 	srv    *fakeserver.Server
-	port   int
 	clock  replay.Clock
 	vclock *vtime.Clock // the clock when the run is on virtual time, else nil
 	// startHold keeps a virtual clock at the start until the tool is on it (ToolStarted).
@@ -147,7 +136,6 @@ func (t *inprocTarget) Stop(ctx context.Context) error {
 	t.ToolStarted()
 	err := t.srv.Stop(ctx)
 	t.vclock.Close()
-	ports.give(t.port)
 	if rerr := os.RemoveAll(t.dir); err == nil {
 		err = rerr
 	}
@@ -171,36 +159,4 @@ func requestStats(recs []fakeserver.Record) (n int, healthLatency time.Duration)
 		}
 	}
 	return n, healthLatency
-}
-
-// portSet hands out loopback ports that no live run of this process holds.
-type portSet struct {
-	mu   sync.Mutex
-	used map[int]bool
-}
-
-var ports = &portSet{used: map[int]bool{}}
-
-func (p *portSet) take() (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for range 64 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, fmt.Errorf("pick a loopback port: %w", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if !p.used[port] {
-			p.used[port] = true
-			return port, nil
-		}
-	}
-	return 0, errors.New("pick a loopback port: every candidate is held by a live run")
-}
-
-func (p *portSet) give(port int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.used, port)
 }
