@@ -181,9 +181,7 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 	jctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	journal, terr := tgt.Journal(jctx)
 	cancel()
-	// A container's stop waits on the Docker daemon: beside two CPU hogs and a full matrix it
-	// took over 30 s once. Removal gets the same 2 minutes.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	cerr := tgt.Stop(cctx)
 	cancel()
 	if err != nil {
