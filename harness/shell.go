@@ -311,18 +311,6 @@ func (r shellRun) runScript(ctx context.Context, script string) (Claim, error) {
 	if r.started != nil {
 		r.started()
 	}
-	// On a compressed wall clock shell tools are niced: their process start-ups are what
-	// saturates the cores, and the fake servers and Go tools in this process must keep their
-	// timing (a late answer from the server would change every tool's verdict). Children
-	// inherit the niceness. On virtual time a late answer changes nothing, and a niced tool
-	// (or the server a launch tool starts) would only hold every clock step up. At S=1 a tool
-	// runs as it would for real, at its own priority: niced beside two busy-loop CPU hogs, a
-	// python3 waiter claimed ready 34 s late.
-	// command starts the tool under nice(1); this covers a PATH without it.
-	if vs == nil && replay.Factor(r.clock) > 1 {
-		_ = syscall.Setpriority(syscall.PRIO_PGRP, g.pgid, shellNice)
-	}
-
 	out := r.scanOutput(pr)
 	g.exited = make(chan struct{})
 	go func() {
@@ -381,9 +369,17 @@ func (r shellRun) command(ctx context.Context, script string) (argv, env []strin
 	if argv, err = r.faketime.wrap(r.clock, bash, sleepPrelude()+script); err != nil {
 		return nil, nil, nil, err
 	}
-	// Niced from its first instruction: a renice after the start races the tool's first
-	// fork, and that child would keep the harness's priority.
-	if nice, lerr := exec.LookPath("nice"); lerr == nil && replay.Factor(r.clock) > 1 {
+	// On a compressed wall clock shell tools are niced: their process start-ups are what
+	// saturates the cores, and the fake servers and Go tools in this process must keep their
+	// timing. They start under nice(1), niced from the first instruction: a renice after the
+	// start raced the tool's first fork, whose child kept the harness's priority. At S=1 a
+	// tool runs at its own priority, as it would for real: niced beside two busy-loop CPU
+	// hogs, a python3 waiter claimed ready 34 s late.
+	if replay.Factor(r.clock) > 1 {
+		nice, err := exec.LookPath("nice")
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("nice not found on PATH: shell tools above --speed 1 run under coreutils' nice(1)")
+		}
 		argv = append([]string{nice, "-n", strconv.Itoa(shellNice)}, argv...)
 	}
 	return argv, r.env, nil, nil
