@@ -7,8 +7,9 @@ import (
 )
 
 // BenchmarkPollLoop is a Go tool's poll loop on virtual time, as testcontainers' ForHTTP
-// runs it: 100 ms sleeps, each a jump of the clock. Its wall time per poll is what the
-// driver's quiet windows cost (a 15-minute startup timeout is 9,000 polls).
+// runs it: 100 ms sleeps, each a jump of the clock. Its wall time per poll is what a jump
+// costs the driver (a 15-minute startup timeout is 9,000 polls): a task's wait needs no
+// quiet window.
 func BenchmarkPollLoop(b *testing.B) {
 	c := New(t0, Options{})
 	defer c.Close()

@@ -6,8 +6,14 @@
 // A participant is anything that can make progress without time moving: a goroutine holding a
 // Task, a token from Hold, a callback of AfterFunc running, a goroutine woken by a channel
 // timer, or an attached Participant (a process group, a socket with bytes in flight). The
-// driver jumps only when every one of them is idle and the clock has seen no call for the
-// Quiet period.
+// driver jumps only when every one of them is idle. After handing work to something it sees
+// only once that calls the clock again (a plain channel timer's receiver, what an AfterFunc
+// cancelled, a closed connection's other end, processes shown a new instant), and at every
+// step while a participant other than this package's sockets is attached (a process group,
+// a follower) or the clock is itself a follower, it also waits until it has seen no call for
+// the Quiet period. A goroutine is
+// seen only through these: one that starts work on the clock must hold a task or a Hold from
+// before it starts (NewTask before the go statement), or time may jump before it begins.
 package vtime
 
 import (
@@ -59,10 +65,11 @@ const Uptime = 24 * time.Hour
 
 // Options tune the driver. Zero fields take the defaults.
 type Options struct {
-	// Quiet is the wall time the clock must see no call and no token change before it jumps.
-	// It covers goroutines that a channel timer woke and that have not yet called the clock
-	// again (Task waits and AfterFunc callbacks are tracked exactly and need no such margin).
-	// Default 2 ms.
+	// Quiet is the wall time the clock must see no call and no token change before it moves
+	// on after handing work to something it cannot see (a goroutine a plain channel timer
+	// woke, a connection an AfterFunc's cancel closes, processes shown a new instant). Task
+	// waits and task timers are tracked exactly: a run whose steps only wake tasks moves on
+	// without a window (a Go tool's 100 ms poll costs microseconds). Default 2 ms.
 	Quiet time.Duration
 	// Poll is how soon the driver asks a busy participant again; the gap doubles up to
 	// MaxPoll while it stays busy. Defaults 100 µs and 2 ms.
@@ -102,6 +109,7 @@ type Clock struct {
 	busy      int                    // Task, Hold and AfterFunc work in progress
 	fired     []*timer               // channel timers fired whose value may not have been received yet
 	parts     []attached             // in the order the driver asks them (see Staged)
+	inexact   int                    // parts that are not exactParticipants
 	listeners map[string]bool        // addresses of listeners wrapped by Listen
 	clients   map[string]*clientConn // Go clients' connections by local address (see DialContext)
 	partSeq   uint64
@@ -114,7 +122,14 @@ type Clock struct {
 	links     []*Link   // a leader's followers (Lead)
 	shown     time.Time // the last instant followers were let fire their timers at
 
-	act    atomic.Uint64 // bumped by every call but Now; the driver's sign of life
+	act atomic.Uint64 // bumped by every call but Now; the driver's sign of life
+	// unseen counts hand-overs to work the clock cannot see until it calls the clock again:
+	// a channel timer no live task owns fired (its receiver), an AfterFunc ran (what it
+	// cancelled), a connection on the clock closed (the other end notices when it reads),
+	// an instant was shown to other processes or followers (their waiters wake). The driver
+	// waits out a quiet window after each; a run that only hands work to tasks moves on
+	// without one.
+	unseen atomic.Uint64
 	kick   chan struct{}
 	doneCh chan struct{}
 	wg     sync.WaitGroup
@@ -189,6 +204,7 @@ func (c *Clock) Attach(p Participant) (detach func()) {
 	if s, ok := p.(Staged); ok {
 		a.stage = s.Stage()
 	}
+	_, a.exact = p.(exactParticipant)
 	c.mu.Lock()
 	c.partSeq++
 	a.id = c.partSeq
@@ -197,13 +213,20 @@ func (c *Clock) Attach(p Participant) (detach func()) {
 		i--
 	}
 	c.parts = slices.Insert(c.parts, i, a)
+	if !a.exact {
+		c.inexact++
+	}
 	c.mu.Unlock()
 	c.touch()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			c.mu.Lock()
+			n := len(c.parts)
 			c.parts = slices.DeleteFunc(c.parts, func(b attached) bool { return b.id == a.id })
+			if !a.exact && len(c.parts) < n {
+				c.inexact--
+			}
 			c.mu.Unlock()
 			c.touch()
 		})
@@ -215,7 +238,15 @@ type attached struct {
 	p     Participant
 	id    uint64
 	stage int
+	exact bool
 }
+
+// exactParticipant is a participant whose Idle answer is exact at the instant it is given:
+// the sockets this package wraps, whose bytes and accept queue the kernel counts. Any other
+// (a process group read from /proc, a follower in another process) may be about to act on
+// something it was just handed, so while one is attached the driver waits out the quiet
+// window after every step.
+type exactParticipant interface{ exactIdle() }
 
 // OnShow registers f to be called with the time at every jump, before anything due then
 // runs: other processes' time reads follow the clock this way (see OnAdvance for their
@@ -249,6 +280,12 @@ func (c *Clock) release() {
 	c.mu.Lock()
 	c.busy--
 	c.mu.Unlock()
+	c.touch()
+}
+
+// handOff records a hand-over to work the clock cannot see (see unseen) and wakes the driver.
+func (c *Clock) handOff() {
+	c.unseen.Add(1)
 	c.touch()
 }
 
@@ -362,9 +399,13 @@ func (c *Clock) fireLocked(t *timer, wall time.Time) func() {
 	case t.fn != nil:
 		t.armed = false
 		c.busy++
+		c.unseen.Add(1)
 		return t.fn
 	}
-	if w := t.wakes; w != nil && !w.ended && w.waiting && !w.inWait {
+	switch w := t.wakes; {
+	case w == nil || w.ended:
+		c.unseen.Add(1)
+	case w.waiting && !w.inWait:
 		w.waiting = false // as Wake: busy from the fire on
 		c.busy++
 	}

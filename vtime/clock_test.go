@@ -57,9 +57,10 @@ func TestWorkHoldsTheClock(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	var other time.Duration
+	first, second := NewTask(c), NewTask(c) // each goroutine's work is on the clock from its start
 	go func() {
 		defer wg.Done()
-		task := NewTask(c)
+		task := first
 		defer task.End()
 		_ = task.Sleep(context.Background(), time.Second)
 		other = c.Now().Sub(epoch)
@@ -67,7 +68,7 @@ func TestWorkHoldsTheClock(t *testing.T) {
 	var seen time.Duration
 	go func() {
 		defer wg.Done()
-		task := NewTask(c)
+		task := second
 		defer task.End()
 		_ = task.Sleep(context.Background(), 500*time.Millisecond)
 		time.Sleep(30 * time.Millisecond) // work: wall time passes, virtual time must not
@@ -76,6 +77,45 @@ func TestWorkHoldsTheClock(t *testing.T) {
 	within(t, 5*time.Second, wg.Wait)
 	if seen != 500*time.Millisecond || other != time.Second {
 		t.Fatalf("worker read %s (want 500ms), other %s (want 1s)", seen, other)
+	}
+}
+
+// A run whose steps only wake tasks moves on as soon as every task waits: with a quiet
+// window of an hour, a thousand 100 ms polls still take no time to speak of.
+func TestTaskStepsNeedNoQuietWindow(t *testing.T) {
+	c := New(epoch, Options{Quiet: time.Hour})
+	t.Cleanup(c.Close)
+	task := NewTask(c)
+	defer task.End()
+	within(t, 5*time.Second, func() {
+		for range 1000 {
+			if err := task.Sleep(context.Background(), 100*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	if got := c.Now().Sub(epoch); got != 100*time.Second {
+		t.Fatalf("the clock read +%s after 1000 polls, want +1m40s", got)
+	}
+}
+
+// A goroutine that a plain channel timer wakes is seen only when it calls the clock again:
+// the clock waits out the quiet window before it moves on, so the goroutine's work after the
+// receive still reads the instant it was woken at.
+func TestUnseenHandOverWaitsOutTheQuietWindow(t *testing.T) {
+	c := New(epoch, Options{Quiet: 200 * time.Millisecond})
+	t.Cleanup(c.Close)
+	tm := c.NewTimer(time.Second)
+	later := c.NewTimer(2 * time.Second)
+	defer later.Stop()
+	var got time.Duration
+	within(t, 5*time.Second, func() {
+		<-tm.Chan()
+		time.Sleep(5 * time.Millisecond) // work, well inside the window
+		got = c.Now().Sub(epoch)
+	})
+	if got != time.Second {
+		t.Fatalf("the woken goroutine read +%s, want its timer's +1s", got)
 	}
 }
 
@@ -95,10 +135,10 @@ func TestNotifyHandsOverWork(t *testing.T) {
 		got = c.Now().Sub(epoch)
 	}()
 	// A timer due at +6 s must not fire while the notified task works.
+	task := NewTask(c) // on the clock before the timer is armed
 	late := c.NewTimer(6 * time.Second)
 	defer late.Stop()
 	within(t, 5*time.Second, func() {
-		task := NewTask(c)
 		_ = task.Sleep(context.Background(), 5*time.Second)
 		waiter.Notify()
 		task.End()

@@ -25,9 +25,11 @@ func (c *Clock) drive() {
 	var (
 		lastAct    uint64
 		quietSince = time.Now()
+		quietFor   uint64        // c.unseen when the last quiet window was seen through
 		backoff    = c.opts.Poll // grows while a participant stays busy
 	)
 	for {
+		unseen := c.unseen.Load() // before act: a hand-over after this is seen in the next pass
 		act := c.act.Load()
 		wall := time.Now()
 		if act != lastAct {
@@ -44,6 +46,9 @@ func (c *Clock) drive() {
 			quietSince = wall // a value just received is a goroutine that now works
 		}
 		nparts := len(c.parts)
+		// A follower's steps hand work to the leader's processes and containers it cannot
+		// see: it waits out the window at every step, as the leader does for them.
+		inexact := c.inexact > 0 || c.link != nil
 		c.mu.Unlock()
 		if working || pending {
 			d := time.Hour
@@ -55,11 +60,14 @@ func (c *Clock) drive() {
 			}
 			continue
 		}
-		if left := c.opts.Quiet - wall.Sub(quietSince); left > 0 {
-			if !pause(left) {
-				return
+		if inexact || unseen != quietFor {
+			if left := c.opts.Quiet - wall.Sub(quietSince); left > 0 {
+				if !pause(left) {
+					return
+				}
+				continue
 			}
-			continue
+			quietFor = unseen
 		}
 		next, idle := c.participantsIdle()
 		if !idle {
@@ -162,6 +170,7 @@ func (c *Clock) advance(act uint64, next time.Time) bool {
 		for _, l := range links {
 			l.fire(now)
 		}
+		c.unseen.Add(1)
 		c.touch()
 		return true
 	}
@@ -174,6 +183,7 @@ func (c *Clock) advance(act uint64, next time.Time) bool {
 			f(now)
 		}
 		if len(follow) > 0 {
+			c.unseen.Add(1)
 			c.touch()
 		}
 		return true
@@ -204,6 +214,7 @@ func (c *Clock) advance(act uint64, next time.Time) bool {
 		f(next)
 	}
 	if len(links) > 0 || len(shows) > 0 {
+		c.unseen.Add(1)
 		c.touch()
 	}
 	return true

@@ -185,6 +185,8 @@ func (l *listener) Close() error {
 	return l.Listener.Close()
 }
 
+func (l *listener) exactIdle() {}
+
 // Idle implements Participant: busy while a connection waits in the accept queue or a
 // connection nobody holds has unread bytes. (An answer not yet acknowledged is not waited
 // for: a client's delayed ACK would hold the clock for 40 ms of wall time per request.)
@@ -247,7 +249,10 @@ func (k *serverConn) flushed() {
 	}
 }
 
+// Close hands work to the client, which learns of the close only once it reads: the clock
+// waits out its quiet window.
 func (k *serverConn) Close() error {
+	defer k.c.handOff()
 	k.handed()
 	k.flushed()
 	k.l.mu.Lock()
@@ -321,7 +326,10 @@ func (o *offClockConn) Read(p []byte) (int, error) {
 // Idle implements Participant: busy while an answer waits unread.
 func (o *offClockConn) Idle() (bool, time.Time) { return unread(o.Conn) == 0, time.Time{} }
 
+func (o *offClockConn) exactIdle() {}
+
 func (o *offClockConn) Close() error {
+	defer o.t.c.handOff()
 	o.once.Do(o.detach)
 	return o.Conn.Close()
 }
@@ -355,8 +363,11 @@ func (k *clientConn) answered() {
 	}
 }
 
+// Close hands work to the server, whose handler learns of the close (its request's context
+// ends) only once net/http reads: the clock waits out its quiet window.
 func (k *clientConn) Close() error {
 	c := k.t.c
+	defer c.handOff()
 	c.mu.Lock()
 	if c.clients[k.local] == k {
 		delete(c.clients, k.local)

@@ -20,11 +20,14 @@ func TestRequestHandOver(t *testing.T) {
 	})
 
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: DialContext((&net.Dialer{}).DialContext)}}
+	task := NewTask(c) // the client is on the clock before the timer is armed
 	late := c.NewTimer(1100 * time.Millisecond)
 	defer late.Stop()
 	within(t, 10*time.Second, func() {
 		for i := range 5 {
-			task := NewTask(c)
+			if i > 0 {
+				task = NewTask(c)
+			}
 			req, _ := http.NewRequestWithContext(WithTask(context.Background(), task), http.MethodGet, "http://"+ln+"/", nil)
 			var resp *http.Response
 			var err error

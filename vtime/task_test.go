@@ -22,9 +22,9 @@ func TestTaskTimerHoldsItsTask(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newClock(t)
+			task := NewTask(c)             // on the clock before any timer is armed
 			later := c.NewTimer(time.Hour) // the next instant due after the tick
 			defer later.Stop()
-			task := NewTask(c)
 			tm := tc.timer(task, c)
 			defer tm.Stop()
 			task.Idle(func() {
