@@ -64,13 +64,15 @@ func startVirtual(release string, faults ...fault.Spec) *vrun {
 	clk := vtime.New(epoch, vtime.Options{})
 	DeferCleanup(clk.Close)
 	v := &vrun{clk: clk, stdout: &syncBuffer{}, stderr: &syncBuffer{}, journal: &bytes.Buffer{}}
+	// The client is on the clock before the server starts: time cannot run through the
+	// server's timeline before the spec acts.
+	v.task = vtime.NewTask(clk)
 	v.srv, err = fakeserver.Start(context.Background(), fakeserver.Config{Profile: prof, Clock: clk, Seed: 13,
 		Timeline: fakeserver.HappyPath(epoch, prof, 2*time.Second, 0, 0), Faults: faults,
 		Stdout: v.stdout, Stderr: v.stderr, Journal: v.journal})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func(ctx SpecContext) error { return v.srv.Stop(ctx) })
-	v.task = vtime.NewTask(clk)
-	DeferCleanup(v.task.End)
+	DeferCleanup(v.task.End) // first: the server's stop may wait on the clock
 	v.ctx = vtime.WithTask(context.Background(), v.task)
 	v.env = harness.Env{Clock: clk, URL: v.srv.BaseURL()}
 	return v

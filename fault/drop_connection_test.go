@@ -76,13 +76,13 @@ func TestDropConnectionFromScenarioYAML(t *testing.T) {
 	defer clk.Close()
 	cfg := fakeserver.FromCompiled(comp)
 	cfg.Args.Host, cfg.Args.Port, cfg.Clock, cfg.Journal = "127.0.0.1", 0, clk, &bytes.Buffer{} // read back under the server's lock
+	task := vtime.NewTask(clk)                                                                  // on the clock before the server: time waits for the test
 	srv, err := fakeserver.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Stop(context.Background())
-	task := vtime.NewTask(clk)
-	defer task.End()
+	defer task.End() // first: the server's stop may wait on the clock
 	ctx := vtime.WithTask(context.Background(), task)
 	if err := task.Sleep(ctx, 30*time.Second); err != nil { // past ready (24 s)
 		t.Fatal(err)

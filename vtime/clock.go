@@ -10,8 +10,8 @@
 // only once that calls the clock again (a plain channel timer's receiver, what an AfterFunc
 // cancelled, a closed connection's other end, processes shown a new instant), and at every
 // step while a participant other than this package's sockets is attached (a process group,
-// a follower) or the clock is itself a follower, it also waits until it has seen no call for
-// the Quiet period. A goroutine is
+// a follower), the clock is itself a follower or it has not moved yet, it also waits until
+// it has seen no call for the Quiet period. A goroutine is
 // seen only through these: one that starts work on the clock must hold a task or a Hold from
 // before it starts (NewTask before the go statement), or time may jump before it begins.
 package vtime

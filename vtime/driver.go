@@ -47,8 +47,10 @@ func (c *Clock) drive() {
 		}
 		nparts := len(c.parts)
 		// A follower's steps hand work to the leader's processes and containers it cannot
-		// see: it waits out the window at every step, as the leader does for them.
-		inexact := c.inexact > 0 || c.link != nil
+		// see: it waits out the window at every step, as the leader does for them. So does
+		// a clock that has not moved yet: a run's set-up (a server started, then its client's
+		// task made) is not all on the clock yet.
+		inexact := c.inexact > 0 || c.link != nil || c.jumps == 0
 		c.mu.Unlock()
 		if working || pending {
 			d := time.Hour
