@@ -11,9 +11,9 @@
 // cancelled, a closed connection's other end, processes shown a new instant), and at every
 // step while a participant other than this package's sockets is attached (a process group,
 // a follower), the clock is itself a follower or it has not moved yet, it also waits until
-// it has seen no call for the Quiet period. A goroutine is
-// seen only through these: one that starts work on the clock must hold a task or a Hold from
-// before it starts (NewTask before the go statement), or time may jump before it begins.
+// it has seen no call for the Quiet period. A goroutine is seen only through these: one that
+// starts work on the clock must hold a task or a Hold from before it starts (NewTask before
+// the go statement), or time may jump before it begins.
 package vtime
 
 import (
@@ -66,10 +66,10 @@ const Uptime = 24 * time.Hour
 // Options tune the driver. Zero fields take the defaults.
 type Options struct {
 	// Quiet is the wall time the clock must see no call and no token change before it moves
-	// on after handing work to something it cannot see (a goroutine a plain channel timer
-	// woke, a connection an AfterFunc's cancel closes, processes shown a new instant). Task
-	// waits and task timers are tracked exactly: a run whose steps only wake tasks moves on
-	// without a window (a Go tool's 100 ms poll costs microseconds). Default 2 ms.
+	// on where it cannot see all the work it handed over (the cases are in the package
+	// comment). Task waits and task timers are tracked exactly: once the clock has moved, a
+	// run whose steps only wake tasks moves on without a window (a Go tool's 100 ms poll
+	// costs microseconds). Default 2 ms.
 	Quiet time.Duration
 	// Poll is how soon the driver asks a busy participant again; the gap doubles up to
 	// MaxPoll while it stays busy. Defaults 100 µs and 2 ms.
