@@ -109,7 +109,6 @@ type Clock struct {
 	busy      int                    // Task, Hold and AfterFunc work in progress
 	fired     []*timer               // channel timers fired whose value may not have been received yet
 	parts     []attached             // in the order the driver asks them (see Staged)
-	inexact   int                    // parts that are not exactParticipants
 	listeners map[string]bool        // addresses of listeners wrapped by Listen
 	clients   map[string]*clientConn // Go clients' connections by local address (see DialContext)
 	partSeq   uint64
@@ -213,20 +212,13 @@ func (c *Clock) Attach(p Participant) (detach func()) {
 		i--
 	}
 	c.parts = slices.Insert(c.parts, i, a)
-	if !a.exact {
-		c.inexact++
-	}
 	c.mu.Unlock()
 	c.touch()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			c.mu.Lock()
-			n := len(c.parts)
 			c.parts = slices.DeleteFunc(c.parts, func(b attached) bool { return b.id == a.id })
-			if !a.exact && len(c.parts) < n {
-				c.inexact--
-			}
 			c.mu.Unlock()
 			c.touch()
 		})

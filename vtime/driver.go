@@ -46,11 +46,13 @@ func (c *Clock) drive() {
 			quietSince = wall // a value just received is a goroutine that now works
 		}
 		nparts := len(c.parts)
-		// A follower's steps hand work to the leader's processes and containers it cannot
-		// see: it waits out the window at every step, as the leader does for them. So does
-		// a clock that has not moved yet: a run's set-up (a server started, then its client's
-		// task made) is not all on the clock yet.
-		inexact := c.inexact > 0 || c.link != nil || c.jumps == 0
+		// A participant that is not exact (see exactParticipant) may be about to act on a
+		// step. A follower's steps hand work to the leader's processes and containers it
+		// cannot see. A clock that has not moved yet is in a run's set-up (a server started,
+		// then its client's task made), not all on the clock yet. Each waits out the window
+		// at every step.
+		inexact := c.link != nil || c.jumps == 0 ||
+			slices.ContainsFunc(c.parts, func(a attached) bool { return !a.exact })
 		c.mu.Unlock()
 		if working || pending {
 			d := time.Hour
@@ -172,8 +174,7 @@ func (c *Clock) advance(act uint64, next time.Time) bool {
 		for _, l := range links {
 			l.fire(now)
 		}
-		c.unseen.Add(1)
-		c.touch()
+		c.handOff()
 		return true
 	}
 	if c.published.Before(c.now) {
@@ -185,8 +186,7 @@ func (c *Clock) advance(act uint64, next time.Time) bool {
 			f(now)
 		}
 		if len(follow) > 0 {
-			c.unseen.Add(1)
-			c.touch()
+			c.handOff()
 		}
 		return true
 	}
@@ -216,8 +216,7 @@ func (c *Clock) advance(act uint64, next time.Time) bool {
 		f(next)
 	}
 	if len(links) > 0 || len(shows) > 0 {
-		c.unseen.Add(1)
-		c.touch()
+		c.handOff()
 	}
 	return true
 }
