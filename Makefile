@@ -81,7 +81,7 @@ fuzz:
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; done
 
-# Builds the FROM scratch fakesglang image from this tree (content-hash tag) and prints the tag.
+# Builds the FROM scratch fakesglang image from this tree (tagged by content and checkout) and prints the tag.
 image:
 	$(GO) run ./bench/image
 

@@ -15,7 +15,8 @@ import (
 )
 
 // TestPruneImages builds tiny labelled images under a label of its own (so it can never
-// touch another run's images) and prunes all but one.
+// touch another run's images) and prunes keep's checkout's other builds, a gone
+// checkout's and an unlabelled one, but not a live checkout's or another host's.
 func TestPruneImages(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -35,7 +36,13 @@ func TestPruneImages(t *testing.T) {
 	own := map[string]string{LabelRun: "prune-test-" + RunID}
 	t.Cleanup(func() { _, _ = pruneImages(context.Background(), "", own) })
 	dir := t.TempDir()
-	build := func(name string) string {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, live := host+":"+t.TempDir(), host+":"+t.TempDir()
+	gone := host + ":" + filepath.Join(dir, "no-such-checkout")
+	build := func(name, tree string) string {
 		// Distinct content per image, so each build is its own image id.
 		if err := os.WriteFile(filepath.Join(dir, "x"), []byte(name), 0o644); err != nil {
 			t.Fatal(err)
@@ -43,16 +50,22 @@ func TestPruneImages(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte("FROM scratch\nCOPY x /x\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
+		labels := map[string]string{LabelProject: ProjectName, LabelRun: own[LabelRun]}
+		if tree != "" {
+			labels[LabelTree] = tree
+		}
 		var log bytes.Buffer
 		ref, err := p.BuildImage(ctx, &testcontainers.ContainerRequest{FromDockerfile: testcontainers.FromDockerfile{
 			Context: dir, Repo: imageRepo + "-prune-test", Tag: name + "-" + RunID, KeepImage: true, BuildLogWriter: &log,
-			BuildOptionsModifier: labelImage(map[string]string{LabelProject: ProjectName, LabelRun: own[LabelRun]})}})
+			BuildOptionsModifier: labelImage(labels)}})
 		if err != nil {
 			t.Fatalf("build %s: %v\n%s", name, err, log.String())
 		}
 		return ref
 	}
-	keep, drop, twice := build("keep"), build("drop"), build("twice")
+	keep, drop, twice := build("keep", mine), build("drop", mine), build("twice", mine)
+	theirs, elsewhere := build("theirs", live), build("elsewhere", "other-host:"+filepath.Join(dir, "no-such-checkout"))
+	dead, old := build("dead", gone), build("old", "")
 	second := imageRepo + "-prune-test:second-" + RunID
 	if _, err := cli.ImageTag(ctx, client.ImageTagOptions{Source: twice, Target: second}); err != nil {
 		t.Fatal(err)
@@ -62,20 +75,20 @@ func TestPruneImages(t *testing.T) {
 		t.Fatalf("unknown keep: %v", err)
 	}
 	n, err := pruneImages(ctx, keep, own)
-	if err != nil || n != 2 {
-		t.Fatalf("pruned %d (%v), want 2", n, err)
+	if err != nil || n != 4 {
+		t.Fatalf("pruned %d (%v), want 4", n, err)
 	}
 	for _, c := range []struct {
 		ref  string
 		gone bool
-	}{{keep, false}, {drop, true}, {twice, true}, {second, true}} {
+	}{{keep, false}, {drop, true}, {twice, true}, {second, true}, {theirs, false}, {elsewhere, false}, {dead, true}, {old, true}} {
 		_, err := cli.ImageInspect(ctx, c.ref)
 		if gone := cerrdefs.IsNotFound(err); gone != c.gone || (!gone && err != nil) {
 			t.Errorf("%s: inspect err %v, want gone=%v", c.ref, err, c.gone)
 		}
 	}
-	if n, err := pruneImages(ctx, "", own); err != nil || n != 1 {
-		t.Fatalf("prune all: %d (%v), want 1", n, err)
+	if n, err := pruneImages(ctx, "", own); err != nil || n != 3 {
+		t.Fatalf("prune all: %d (%v), want 3", n, err)
 	}
 }
 
@@ -98,5 +111,31 @@ func TestWithHostDir(t *testing.T) {
 	}
 	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o777 || o.hostDir != dir {
 		t.Fatalf("after WithHostDir: mode %v, hostDir %q (err %v); want 0777 and %q", st.Mode().Perm(), o.hostDir, err, dir)
+	}
+}
+
+func TestDisowned(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := t.TempDir()
+	gone := filepath.Join(live, "gone")
+	mine := host + ":" + live
+	for _, c := range []struct {
+		name, tree string
+		want       bool
+	}{
+		{"keep's checkout", mine, true},
+		{"no checkout label", "", true},
+		{"gone checkout here", host + ":" + gone, true},
+		{"live checkout here", host + ":" + filepath.Dir(live), false},
+		{"checkout on another host", "elsewhere:" + gone, false},
+		{"relative path", host + ":gone", false},
+		{"no host", gone, false},
+	} {
+		if got := disowned(c.tree, mine); got != c.want {
+			t.Errorf("%s: disowned(%q) = %v, want %v", c.name, c.tree, got, c.want)
+		}
 	}
 }

@@ -405,6 +405,10 @@ func launcherFor(ctx context.Context, o scoreOptions, stderr io.Writer, rundir *
 		if image, err = fakeserver.BuildImage(bctx, root); err != nil {
 			return nil, nil, fmt.Errorf("build the fakesglang image: %w", err)
 		}
+		// Every change to fakesglang is a new image: drop this checkout's older ones.
+		if _, err := fakeserver.PruneImages(bctx, image); err != nil {
+			fmt.Fprintln(stderr, "score: removing older fakesglang images:", err)
+		}
 	}
 	cleanup := func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
