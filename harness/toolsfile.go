@@ -27,7 +27,8 @@ type toolSpec struct {
 	ReadyLine string `yaml:"ready_line"`
 	Interval  string `yaml:"interval"` // probe period, e.g. 5s; default 5s
 	Budget    string `yaml:"budget"`   // the tool's own time limit, e.g. 15m; default none
-	// Scaled: false runs the tool at S=1 (e.g. a static Go binary faketime cannot reach).
+	// Scaled: false runs the tool in real time (S=1), off the run's clock: for a program neither
+	// the preload library nor the tracer can put on virtual time.
 	Scaled   *bool `yaml:"scaled"`
 	MustPass bool  `yaml:"must_pass"`
 	// PreflightExit is the exit status with which the tool refuses a launch it predicts will
