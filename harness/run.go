@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -210,14 +211,24 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 // scores its claim the same way. claim.At is on the server's clock.
 func (res *Result) Score(c Case, t Tool, claim Claim, journal []fakeserver.Record, overhead time.Duration) {
 	res.Claim = claim
-	res.Journal = journal
 	res.Start = c.Timeline.Start
+	if !claim.At.IsZero() {
+		journal = through(journal, claim.At.Sub(res.Start))
+	}
+	res.Journal = journal
 	part, end := scenarioPart(journal, claim.At.Sub(res.Start), c.tolerance())
 	res.Truth, res.Predicted = complete(countFaults(fakeserver.GroundTruth(part), c), c.Predicted, end)
 	res.Requests, res.HealthLatency = requestStats(journal)
 	pol := PolicyFor(t.Interval, max(c.HealthLatency(), res.HealthLatency), res.Speed, overhead)
 	pol.FatalLine = fatalLine(journal)
 	res.Verdict, res.Reason = Classify(res.Truth, res.Start, claim, pol)
+}
+
+// through is the journal up to offset end, the run's claim. What the server did after it
+// depends on how soon the harness read the journal once the tool had returned (a clock with
+// only the server on it runs on at once), so it comes from the scenario's prediction instead.
+func through(journal []fakeserver.Record, end time.Duration) []fakeserver.Record {
+	return slices.DeleteFunc(slices.Clone(journal), func(r fakeserver.Record) bool { return r.At > end })
 }
 
 // scenarioPart is the journal up to the first SIGTERM, and the offset up to which it is the
