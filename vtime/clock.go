@@ -8,12 +8,13 @@
 // timer, or an attached Participant (a process group, a socket with bytes in flight). The
 // driver jumps only when every one of them is idle. After handing work to something it sees
 // only once that calls the clock again (a plain channel timer's receiver, what an AfterFunc
-// cancelled, a closed connection's other end, processes shown a new instant), and at every
-// step while a participant other than this package's sockets is attached (a process group,
-// a follower), the clock is itself a follower or it has not moved yet, it also waits until
-// it has seen no call for the Quiet period. A goroutine is seen only through these: one that
-// starts work on the clock must hold a task or a Hold from before it starts (NewTask before
-// the go statement), or time may jump before it begins.
+// cancelled, a closed connection's other end, a follower clock shown a new instant), and
+// after every call or timer fire while a participant other than this package's sockets is
+// attached (a process group, a follower), the clock is itself a follower or it has not moved
+// yet, it also waits until it has seen no call for the Quiet period. Showing other processes
+// a new instant is neither: their participants see the waits it ends. A goroutine is seen
+// only through these: one that starts work on the clock must hold a task or a Hold from
+// before it starts (NewTask before the go statement), or time may jump before it begins.
 package vtime
 
 import (
@@ -125,9 +126,8 @@ type Clock struct {
 	// unseen counts hand-overs to work the clock cannot see until it calls the clock again:
 	// a channel timer no live task owns fired (its receiver), an AfterFunc ran (what it
 	// cancelled), a connection on the clock closed (the other end notices when it reads),
-	// an instant was shown to other processes or followers (their waiters wake). The driver
-	// waits out a quiet window after each; a run that only hands work to tasks moves on
-	// without one.
+	// an instant was shown to followers (their waiters wake). The driver waits out a quiet
+	// window after each; a run that only hands work to tasks moves on without one.
 	unseen atomic.Uint64
 	kick   chan struct{}
 	doneCh chan struct{}
@@ -237,12 +237,12 @@ type attached struct {
 // the sockets this package wraps, whose bytes and accept queue the kernel counts. Any other
 // (a process group read from /proc, a follower in another process) may be about to act on
 // something it was just handed, so while one is attached the driver waits out the quiet
-// window after every step.
+// window after every activity.
 type exactParticipant interface{ exactIdle() }
 
 // OnShow registers f to be called with the time at every jump, before anything due then
 // runs: other processes' time reads follow the clock this way (see OnAdvance for their
-// waits).
+// waits). f must wake nothing: the driver takes its next step without a quiet window.
 func (c *Clock) OnShow(f func(now time.Time)) {
 	c.mu.Lock()
 	c.onShow = append(c.onShow, f)
@@ -251,7 +251,9 @@ func (c *Clock) OnShow(f func(now time.Time)) {
 
 // OnAdvance registers f to be called with the time after every jump, once every Go timer
 // due then has fired and the run is quiet again (a shared time page for other processes
-// follows the clock this way; those processes then act on that instant last).
+// follows the clock this way; those processes then act on that instant last). f may end
+// waits due by now only where a participant reports each as busy until its waiter has run
+// (a process group's slots, a tracee's waits): the driver waits no quiet window after it.
 func (c *Clock) OnAdvance(f func(now time.Time)) {
 	c.mu.Lock()
 	c.onAdvance = append(c.onAdvance, f)

@@ -46,11 +46,12 @@ func (c *Clock) drive() {
 			quietSince = wall // a value just received is a goroutine that now works
 		}
 		nparts := len(c.parts)
-		// A participant that is not exact (see exactParticipant) may be about to act on a
-		// step. A follower's steps hand work to the leader's processes and containers it
-		// cannot see. A clock that has not moved yet is in a run's set-up (a server started,
-		// then its client's task made), not all on the clock yet. Each waits out the window
-		// at every step.
+		// A participant that is not exact (see exactParticipant) may be about to act on
+		// what a call or a timer's fire did. A follower's steps hand work to the leader's
+		// processes and containers it cannot see. A clock that has not moved yet is in a
+		// run's set-up (a server started, then its client's task made), not all on the clock
+		// yet. Each waits out the window after every activity (see advance for the steps
+		// that are none).
 		inexact := c.link != nil || c.jumps == 0 ||
 			slices.ContainsFunc(c.parts, func(a attached) bool { return !a.exact })
 		c.mu.Unlock()
@@ -143,9 +144,12 @@ func (c *Clock) participantsIdle() (next time.Time, idle bool) {
 // timeout and a 1 s health check never race), or, once none is due now, shows followers
 // (other processes' view of the clock) the current time, or moves time to the earliest of
 // the next timer and next (a participant's deadline). It reports whether there was anything
-// to do. A jump or a showing that tells no one (no follower, no other process's view) is no
-// activity: the run was quiet before it and it woke nothing, so the next step waits for no
-// new quiet window (a Go tool's 100 ms poll took three windows instead of one).
+// to do. Only a step that can wake what the clock does not see at once is a hand-off, with
+// a quiet window after it: a Go timer's fire and a follower clock's steps. A jump shows other
+// processes a new instant and wakes nothing (OnShow), and a showing ends waits that their
+// participants report as busy until they have run (OnAdvance), so neither is activity: the
+// run was quiet before it, and the next step waits for no new window (a Go tool's 100 ms
+// poll took three windows instead of one; a founding loop's probe, two fewer).
 func (c *Clock) advance(act uint64, next time.Time) bool {
 	c.mu.Lock()
 	if c.closed || c.busy > 0 || c.act.Load() != act {
@@ -185,9 +189,6 @@ func (c *Clock) advance(act uint64, next time.Time) bool {
 		for _, f := range follow {
 			f(now)
 		}
-		if len(follow) > 0 {
-			c.handOff()
-		}
 		return true
 	}
 	if len(c.timers) > 0 && (next.IsZero() || c.timers[0].due.Before(next)) {
@@ -215,7 +216,7 @@ func (c *Clock) advance(act uint64, next time.Time) bool {
 	for _, f := range shows {
 		f(next)
 	}
-	if len(links) > 0 || len(shows) > 0 {
+	if len(links) > 0 {
 		c.handOff()
 	}
 	return true
