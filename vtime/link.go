@@ -342,11 +342,20 @@ func (l *Link) ask(kind string, now time.Time) (bool, time.Time) {
 		err = l.w.Flush()
 	}
 	l.wmu.Unlock()
-	if err != nil {
-		return true, time.Time{} // the follower is gone; read ends the link
-	}
 	timeout := time.NewTimer(linkTimeout)
 	defer timeout.Stop()
+	if err != nil {
+		// The follower is gone, but what it sent before it went (its exit, which holds the
+		// clock) may still be unread: idle only once read has reached the stream's end. Idle
+		// at once let the clock jump past a server's exit to the tool's next probe (a
+		// container's exit seen 4-19 s late under load).
+		select {
+		case <-l.done:
+			return true, time.Time{}
+		case <-timeout.C:
+			return false, time.Time{}
+		}
+	}
 	for {
 		select {
 		case r := <-l.reply:

@@ -3,10 +3,12 @@ package vtime
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -288,4 +290,46 @@ func TestJoinedAtIsTheHelloInstant(t *testing.T) {
 	if !ok || !at.Equal(t0) {
 		t.Fatalf("JoinedAt = %v, %v; want %v (the hello), the clock is at %v", at, ok, t0, leader.Now())
 	}
+}
+
+// goneConn is a leader's end of a stream whose follower has gone: every write fails, while
+// what the follower sent before it went is still in the socket, read as the test feeds it.
+type goneConn struct{ r *io.PipeReader }
+
+func (c goneConn) Read(p []byte) (int, error)  { return c.r.Read(p) }
+func (c goneConn) Write(p []byte) (int, error) { return 0, syscall.EPIPE }
+func (c goneConn) Close() error                { return c.r.Close() }
+
+// A follower that announced its exit and ended its process makes the leader's next question
+// fail to write before the leader has read the announcement. Counting it idle then let the
+// clock jump past the exit to a tool's next probe (a container's exit seen 4-19 s late
+// under load); the leader is idle only once it has read the stream to its end.
+func TestAFailedQuestionWaitsForWhatTheFollowerSent(t *testing.T) {
+	leader := New(t0, Options{})
+	defer leader.Close()
+	r, w := io.Pipe()
+	link := leader.Lead(goneConn{r}, "127.0.0.1:1")
+	defer link.Close()
+	if _, err := io.WriteString(w, "H\n"); err != nil {
+		t.Fatal(err)
+	}
+	<-link.Joined()
+	task := NewTask(leader)
+	go func() {
+		defer task.End()
+		_ = task.Sleep(context.Background(), 30*time.Second)
+	}()
+	time.Sleep(100 * time.Millisecond) // the leader asks, its write fails, the exit is unread
+	if _, err := io.WriteString(w, "X 137\n"); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	code, announced, err := link.WaitExit(context.Background())
+	if err != nil || !announced || code != 137 {
+		t.Fatalf("WaitExit() = %d, %v, %v; want 137, true, nil", code, announced, err)
+	}
+	if got := leader.Now().Sub(t0); got != 0 {
+		t.Fatalf("the exit was read with the clock at +%s; want +0s (the follower's exit)", got)
+	}
+	link.ExitSeen()
 }
