@@ -17,6 +17,7 @@ import (
 
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/fault"
+	"github.com/incident-replay/incident-replay/internal/proc"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/vtime"
 )
@@ -175,6 +176,9 @@ func (t *childTarget) accept() {
 		}
 	}
 	link := t.vc.Lead(conn, "127.0.0.1:"+strconv.Itoa(t.port))
+	if pid := t.serverPID(); pid != 0 {
+		link.WatchProcess(func() bool { return processBusy(pid) })
+	}
 	t.mu.Lock()
 	t.link = link
 	t.mu.Unlock()
@@ -212,6 +216,46 @@ func (t *childTarget) awaitGone(max time.Duration) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// processBusy reports whether process pid has work its clock cannot see yet: a signal
+// pending, or a thread that can run or waits on the disk. A launcher's SIGTERM to its server
+// was otherwise unseen from the kill until the server's handler ran; on a loaded host the
+// clock jumped first, to the launcher's grace timer (llmwait-launch claims 0.3-5 s late,
+// about one run in three of five such cells beside two CPU hogs). A process that is gone
+// is not busy: its link reports the end.
+func processBusy(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid)
+	status, err := os.ReadFile(dir + "/status")
+	if err != nil || signalPending(status) {
+		return err == nil
+	}
+	tasks, err := os.ReadDir(dir + "/task")
+	if err != nil {
+		return false
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile(dir + "/task/" + task.Name() + "/stat")
+		if err != nil {
+			continue // a thread that ended
+		}
+		if st, err := proc.Parse(b); err == nil && st.State != 'S' && st.Alive() {
+			return true
+		}
+	}
+	return false
+}
+
+// signalPending reports whether a /proc/PID/status text shows a signal pending for the
+// process (ShdPnd) or its main thread (SigPnd).
+func signalPending(status []byte) bool {
+	for line := range strings.Lines(string(status)) {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && (k == "ShdPnd" || k == "SigPnd") && strings.Trim(strings.TrimSpace(v), "0") != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // serverPID is the launched server's process id, 0 before the stand-in has written it.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -206,6 +207,9 @@ type Link struct {
 	// on a loaded host saw the exit after the clock had moved on (compose's next check,
 	// 22 s late, in a container matrix).
 	exitHold func()
+	// procBusy, when set, says whether the follower's process is at work its clock cannot
+	// see yet (see WatchProcess).
+	procBusy atomic.Pointer[func() bool]
 
 	mu      sync.Mutex
 	seq     int64
@@ -315,8 +319,22 @@ func (l *Link) show(now time.Time) { l.ask("T", now) }
 // fire lets the follower fire its timers due by now, once the leader's have fired.
 func (l *Link) fire(now time.Time) { l.ask("F", now) }
 
-// Idle implements Participant: it asks the follower.
-func (l *Link) Idle() (bool, time.Time) { return l.ask("Q", time.Unix(0, 0)) }
+// Idle implements Participant: it asks the follower, once its process is quiet (see
+// WatchProcess).
+func (l *Link) Idle() (bool, time.Time) {
+	if busy := l.procBusy.Load(); busy != nil && (*busy)() {
+		return false, time.Time{}
+	}
+	return l.ask("Q", time.Unix(0, 0))
+}
+
+// WatchProcess makes Idle ask busy before it asks the follower: whether the follower's
+// process is at work its clock does not know of yet. A signal another process sends it (a
+// launcher's SIGTERM) is such work until the server's handler runs: the kernel holds it
+// pending, then the runtime's threads hand it on, and only then does the follower's clock
+// see it. busy is asked first, so work it sees leave the process reaches the follower
+// before the follower is asked.
+func (l *Link) WatchProcess(busy func() bool) { l.procBusy.Store(&busy) }
 
 // Stage implements Staged: the follower's server hands log lines and its exit to the
 // leader's participants.

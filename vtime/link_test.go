@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -332,4 +333,27 @@ func TestAFailedQuestionWaitsForWhatTheFollowerSent(t *testing.T) {
 		t.Fatalf("the exit was read with the clock at +%s; want +0s (the follower's exit)", got)
 	}
 	link.ExitSeen()
+}
+
+// A follower whose process is busy outside its clock (a signal on its way to the server's
+// handler) holds the leader even while the follower itself reports idle.
+func TestWatchProcessHoldsTheLeader(t *testing.T) {
+	leader, _, link := linked(t, "127.0.0.1:1")
+	<-link.Joined()
+	var busy atomic.Bool
+	busy.Store(true)
+	link.WatchProcess(busy.Load)
+	fired := make(chan struct{})
+	leader.AfterFunc(time.Second, func() { close(fired) })
+	select {
+	case <-fired:
+		t.Fatal("the clock moved while the follower's process was busy")
+	case <-time.After(200 * time.Millisecond):
+	}
+	busy.Store(false)
+	select {
+	case <-fired:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the clock did not move once the follower's process was quiet")
+	}
 }
