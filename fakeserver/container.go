@@ -519,19 +519,13 @@ func (c *Container) Stop(ctx context.Context) error {
 // not empty" (once in a 363-container matrix, which then lost that cell's verdict). It
 // returns first's error when every try fails.
 func (c *Container) removeAgain(ctx context.Context, first error) error {
-	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
-	if err != nil {
-		return first
-	}
-	defer cli.Close()
 	for range 5 {
 		select {
 		case <-ctx.Done():
 			return first
 		case <-time.After(200 * time.Millisecond):
 		}
-		_, err := cli.ContainerRemove(ctx, c.GetContainerID(), client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		if err == nil || IsGone(err) {
+		if _, err := remove(ctx, []string{c.GetContainerID()}); err == nil {
 			return nil
 		}
 	}
