@@ -219,11 +219,12 @@ func (t *childTarget) awaitGone(max time.Duration) {
 }
 
 // processBusy reports whether process pid has work its clock cannot see yet: a signal
-// pending, or a thread that can run or waits on the disk. A launcher's SIGTERM to its server
-// was otherwise unseen from the kill until the server's handler ran; on a loaded host the
-// clock jumped first, to the launcher's grace timer (llmwait-launch claims 0.3-5 s late,
-// about one run in three of five such cells beside two CPU hogs). A process that is gone
-// is not busy: its link reports the end.
+// pending, or a thread that can run, waits on the disk or is stopped for its tracer (a
+// launched server stays a tracee, and a signal on its way stops it there). A launcher's
+// SIGTERM to its server was otherwise unseen from the kill until the server's handler ran;
+// on a loaded host the clock jumped first, to the launcher's grace timer (llmwait-launch
+// claims 0.3-5 s late in 8 of 20 runs of five such cells beside two CPU hogs). A process
+// that is gone, or stopped by a signal (it cannot run), is not busy.
 func processBusy(pid int) bool {
 	dir := "/proc/" + strconv.Itoa(pid)
 	status, err := os.ReadFile(dir + "/status")
@@ -239,8 +240,12 @@ func processBusy(pid int) bool {
 		if err != nil {
 			continue // a thread that ended
 		}
-		if st, err := proc.Parse(b); err == nil && st.State != 'S' && st.Alive() {
-			return true
+		if st, err := proc.Parse(b); err == nil {
+			switch st.State {
+			case 'S', 'T', 'Z', 'X':
+			default:
+				return true
+			}
 		}
 	}
 	return false

@@ -54,7 +54,7 @@ func quiet(pid int) bool {
 	return false
 }
 
-// A process asleep is quiet; one with a signal it has not taken yet (held pending here by a
+// A process asleep or stopped is quiet; one with a signal it has not taken yet (held pending here by a
 // mask) or a thread that runs is busy; one that is gone is not.
 func TestProcessBusy(t *testing.T) {
 	py, err := exec.LookPath("python3")
@@ -68,6 +68,18 @@ time.sleep(60)`)
 	pid := cmd.Process.Pid
 	if !quiet(pid) {
 		t.Fatal("a process asleep in time.sleep stays busy")
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	if !quiet(pid) {
+		t.Fatal("a process stopped by SIGSTOP stays busy")
+	}
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if !quiet(pid) {
+		t.Fatal("a process asleep again after SIGCONT stays busy")
 	}
 	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
