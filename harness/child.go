@@ -17,7 +17,6 @@ import (
 
 	"github.com/incident-replay/incident-replay/fakeserver"
 	"github.com/incident-replay/incident-replay/fault"
-	"github.com/incident-replay/incident-replay/internal/proc"
 	"github.com/incident-replay/incident-replay/replay"
 	"github.com/incident-replay/incident-replay/vtime"
 )
@@ -79,6 +78,7 @@ type childTarget struct {
 
 	mu     sync.Mutex
 	link   *vtime.Link
+	watch  *procWatch // the server's /proc files, for link's Idle
 	pid    int
 	late   time.Duration // how long after the run's start the server joined
 	done   chan struct{}
@@ -177,7 +177,15 @@ func (t *childTarget) accept() {
 	}
 	link := t.vc.Lead(conn, "127.0.0.1:"+strconv.Itoa(t.port))
 	if pid := t.serverPID(); pid != 0 {
-		link.WatchProcess(func() bool { return processBusy(pid) })
+		w := newProcWatch(pid)
+		link.WatchProcess(w.busy)
+		t.mu.Lock()
+		t.watch = w
+		stopped := t.closed
+		t.mu.Unlock()
+		if stopped { // Stop ran before the watch was set: it closed none
+			w.Close()
+		}
 	}
 	t.mu.Lock()
 	t.link = link
@@ -216,51 +224,6 @@ func (t *childTarget) awaitGone(max time.Duration) {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-}
-
-// processBusy reports whether process pid has work its clock cannot see yet: a signal
-// pending, or a thread that can run, waits on the disk or is stopped for its tracer (a
-// launched server stays a tracee, and a signal on its way stops it there). A launcher's
-// SIGTERM to its server was otherwise unseen from the kill until the server's handler ran;
-// on a loaded host the clock jumped first, to the launcher's grace timer (llmwait-launch
-// claims 0.3-5 s late in 8 of 20 runs of five such cells beside two CPU hogs). A process
-// that is gone, or stopped by a signal (it cannot run), is not busy.
-func processBusy(pid int) bool {
-	dir := "/proc/" + strconv.Itoa(pid)
-	status, err := os.ReadFile(dir + "/status")
-	if err != nil || signalPending(status) {
-		return err == nil
-	}
-	tasks, err := os.ReadDir(dir + "/task")
-	if err != nil {
-		return false
-	}
-	for _, task := range tasks {
-		b, err := os.ReadFile(dir + "/task/" + task.Name() + "/stat")
-		if err != nil {
-			continue // a thread that ended
-		}
-		if st, err := proc.Parse(b); err == nil {
-			switch st.State {
-			case 'S', 'T', 'Z', 'X':
-			default:
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// signalPending reports whether a /proc/PID/status text shows a signal pending for the
-// process (ShdPnd) or its main thread (SigPnd).
-func signalPending(status []byte) bool {
-	for line := range strings.Lines(string(status)) {
-		k, v, ok := strings.Cut(line, ":")
-		if ok && (k == "ShdPnd" || k == "SigPnd") && strings.Trim(strings.TrimSpace(v), "0") != "" {
-			return true
-		}
-	}
-	return false
 }
 
 // serverPID is the launched server's process id, 0 before the stand-in has written it.
@@ -370,7 +333,7 @@ func (t *childTarget) Stop(context.Context) error {
 		return nil
 	}
 	t.closed = true
-	link := t.link
+	link, watch := t.link, t.watch
 	t.mu.Unlock()
 	t.ToolStarted()
 	if pid := t.serverPID(); pid != 0 && alive(pid) {
@@ -385,6 +348,9 @@ func (t *childTarget) Stop(context.Context) error {
 	}
 	if link != nil {
 		_ = link.Close()
+	}
+	if watch != nil {
+		watch.Close()
 	}
 	if t.detach != nil {
 		t.detach()

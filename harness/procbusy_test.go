@@ -43,10 +43,10 @@ func start(t *testing.T, argv ...string) *exec.Cmd {
 	return cmd
 }
 
-// quiet waits (bounded) until processBusy(pid) reports false.
-func quiet(pid int) bool {
+// quiet waits (bounded) until w reports the process not busy.
+func quiet(w *procWatch) bool {
 	for range 500 {
-		if !processBusy(pid) {
+		if !w.busy() {
 			return true
 		}
 		time.Sleep(2 * time.Millisecond)
@@ -55,8 +55,9 @@ func quiet(pid int) bool {
 }
 
 // A process asleep or stopped is quiet; one with a signal it has not taken yet (held pending here by a
-// mask) or a thread that runs is busy; one that is gone is not.
-func TestProcessBusy(t *testing.T) {
+// mask) or a thread that runs is busy; one that is gone is not. One watch answers every look,
+// from the files it keeps open, as the clock's driver asks it.
+func TestProcWatch(t *testing.T) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		t.Skip("python3 not on PATH")
@@ -66,44 +67,109 @@ signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGUSR1])
 print("ready", flush=True)
 time.sleep(60)`)
 	pid := cmd.Process.Pid
-	if !quiet(pid) {
+	w := newProcWatch(pid)
+	defer w.Close()
+	if !quiet(w) {
 		t.Fatal("a process asleep in time.sleep stays busy")
 	}
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	if !quiet(pid) {
+	if !quiet(w) {
 		t.Fatal("a process stopped by SIGSTOP stays busy")
 	}
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	if !quiet(pid) {
+	if !quiet(w) {
 		t.Fatal("a process asleep again after SIGCONT stays busy")
 	}
 	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
 	for range 5 {
-		if !processBusy(pid) {
+		if !w.busy() {
 			t.Fatal("a process with a signal pending is not busy")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	spin := start(t, py, "-c", "print('ready', flush=True)\nwhile True: pass")
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if w.busy() {
+		t.Fatal("a process that is gone is busy")
+	}
+	if !w.gone || len(w.threads) != 0 || w.status >= 0 || w.taskDir >= 0 {
+		t.Fatal("the watch of a process that is gone keeps files open")
+	}
+
+	// A thread that spins beside one that sleeps: the watch finds it, and then looks at it first.
+	spin := start(t, py, "-c", `import threading, time
+threading.Thread(target=lambda: time.sleep(60), daemon=True).start()
+print('ready', flush=True)
+while True: pass`)
+	sw := newProcWatch(spin.Process.Pid)
+	defer sw.Close()
 	busy := 0
 	for range 20 {
-		if processBusy(spin.Process.Pid) {
+		if sw.busy() {
 			busy++
 		}
 	}
 	if busy < 15 {
 		t.Fatalf("a process that never sleeps was busy in %d of 20 looks", busy)
 	}
+	if sw.hot != spin.Process.Pid {
+		t.Fatalf("the watch looks first at thread %d, not at the spinning main thread %d", sw.hot, spin.Process.Pid)
+	}
 	_ = spin.Process.Kill()
 	_ = spin.Wait()
-	if processBusy(spin.Process.Pid) {
+	if sw.busy() {
 		t.Fatal("a process that is gone is busy")
 	}
+}
+
+// BenchmarkProcWatch measures one look at a sleeping multi-threaded process: with the files
+// kept open (how the clock's driver asks), and with a watch made for each look (every file
+// opened and closed again).
+func BenchmarkProcWatch(b *testing.B) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		b.Skip("python3 not on PATH")
+	}
+	cmd := exec.Command(py, "-c", `import threading, time
+for _ in range(4):
+    threading.Thread(target=lambda: time.sleep(600), daemon=True).start()
+print("ready", flush=True)
+time.sleep(600)`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		b.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	b.Run("kept", func(b *testing.B) {
+		w := newProcWatch(pid)
+		defer w.Close()
+		for b.Loop() {
+			if w.busy() {
+				b.Fatal("a sleeping process is busy")
+			}
+		}
+	})
+	b.Run("fresh", func(b *testing.B) {
+		for b.Loop() {
+			w := newProcWatch(pid)
+			if w.busy() {
+				b.Fatal("a sleeping process is busy")
+			}
+			w.Close()
+		}
+	})
 }
