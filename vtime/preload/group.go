@@ -28,6 +28,7 @@ type Group struct {
 	outside    map[int]struct{} // registered threads seen outside the group
 	tids       map[int]*task
 	kids       []int
+	hot        *task // the thread refresh last found able to run: Idle looks at it first
 	buf        []byte
 	dirbuf     []byte
 	reclaim    time.Time
@@ -80,6 +81,15 @@ func (g *Group) Idle() (idle bool, next time.Time) {
 	defer g.p.mu.RUnlock()
 	if g.p.closed {
 		return false, time.Time{}
+	}
+	// The driver asks again within milliseconds while a process runs (a curl starting up),
+	// and the thread that ran last time most likely runs still: one read says so, where the
+	// whole group's would take a few per thread.
+	if t := g.hot; t != nil {
+		if g.running(t) {
+			return false, time.Time{}
+		}
+		g.hot = nil
 	}
 	if !g.refresh(true) {
 		return false, time.Time{}
@@ -161,6 +171,7 @@ func (g *Group) refresh(stopAtBusy bool) bool {
 				m.exited, g.rescan = true, true
 			}
 			if stopAtBusy && !asleep(t.state) {
+				g.hot = t
 				return false
 			}
 		}
@@ -203,6 +214,17 @@ func (g *Group) offCPU(t *task) bool {
 	}
 	n, err := syscall.Pread(t.sysFd, g.buf, 0)
 	return err == nil && n > 0 && !bytes.HasPrefix(g.buf[:n], []byte("running"))
+}
+
+// running reports whether t, kept open, is still in the group and able to run; it changes
+// nothing of what refresh read.
+func (g *Group) running(t *task) bool {
+	n, err := syscall.Pread(t.statFd, g.buf, 0)
+	if err != nil || n <= 0 {
+		return false
+	}
+	f := statFields(g.buf[:n])
+	return f.n >= 3 && atoi(f.f[2]) == g.pgid && !asleep(f.f[0][0])
 }
 
 func asleep(state byte) bool {
@@ -538,6 +560,9 @@ func (g *Group) closeTask(m *member, tid int) {
 		}
 	}
 	delete(m.tasks, tid)
+	if g.hot == t {
+		g.hot = nil
+	}
 	if g.tids[tid] == t {
 		delete(g.tids, tid)
 	}

@@ -555,3 +555,30 @@ func TestHandshakeOnItsWayHoldsTheClock(t *testing.T) {
 		}
 	}
 }
+
+// A thread that Idle found running is looked at first on the next call; once it sleeps
+// the group is read in full again and found idle, and a busy thread that exits leaves no
+// stale look behind.
+func TestHotThreadCools(t *testing.T) {
+	needLib(t)
+	p := newPage(t)
+	_, g := startGroup(t, p, nil, io.Discard, "bash", "-c", "i=0; while ((i < 300000)); do ((i++)); done; sleep 1000")
+	sawHot := false
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		idle, _ := g.Idle()
+		g.mu.Lock()
+		sawHot = sawHot || g.hot != nil
+		g.mu.Unlock()
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the group stayed busy after its spinning thread went to sleep")
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	if !sawHot {
+		t.Fatal("Idle never remembered the spinning thread")
+	}
+}

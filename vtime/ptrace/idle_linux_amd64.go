@@ -50,6 +50,14 @@ func (t *Tracee) Idle() (bool, time.Time) {
 	t.files.mu.Lock()
 	defer t.files.mu.Unlock()
 	t.files.keep(tids)
+	// The driver asks again within milliseconds while the tracee runs, and the thread that
+	// ran last time most likely runs still: one read says so.
+	if hot := t.files.hot; hot != 0 {
+		if st, ok := t.files.state(hot); ok && st != 'S' {
+			return false, time.Time{}
+		}
+		t.files.hot = 0
+	}
 	first := make([]threadState, len(tids))
 	for i, tid := range tids {
 		s, ok := t.files.read(tid)
@@ -65,6 +73,9 @@ func (t *Tracee) Idle() (bool, time.Time) {
 			return false, time.Time{} // ask again without it
 		}
 		if !ok || s.state != 'S' {
+			if ok {
+				t.files.hot = tid
+			}
 			return false, time.Time{}
 		}
 		first[i] = s
@@ -110,6 +121,7 @@ type threadState struct {
 // again.
 type threadFiles struct {
 	mu     sync.Mutex
+	hot    int // the thread Idle last found off its sleep: looked at first
 	open   map[int]*procFiles
 	buf    [512]byte
 	closed bool
@@ -160,6 +172,9 @@ func (f *threadFiles) pread(tid int, which func(*procFiles) int) ([]byte, bool) 
 }
 
 func (f *threadFiles) drop(tid int) {
+	if f.hot == tid {
+		f.hot = 0
+	}
 	if p := f.open[tid]; p != nil {
 		syscall.Close(p.stat)
 		syscall.Close(p.sched)
@@ -187,19 +202,29 @@ func (f *threadFiles) close() {
 	f.closed = true
 }
 
-// read reads a thread's state (/proc/TID/stat) and its run time and run count
-// (/proc/TID/schedstat).
-func (f *threadFiles) read(tid int) (threadState, bool) {
+// state reads a thread's state (/proc/TID/stat).
+func (f *threadFiles) state(tid int) (byte, bool) {
 	b, ok := f.pread(tid, func(p *procFiles) int { return p.stat })
 	if !ok {
-		return threadState{}, false
+		return 0, false
 	}
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 || i+2 >= len(b) {
+		return 0, false
+	}
+	return b[i+2], true
+}
+
+// read reads a thread's state (/proc/TID/stat) and its run time and run count
+// (/proc/TID/schedstat).
+func (f *threadFiles) read(tid int) (threadState, bool) {
+	st, ok := f.state(tid)
+	if !ok {
 		return threadState{}, false
 	}
-	s := threadState{state: b[i+2]}
-	if b, ok = f.pread(tid, func(p *procFiles) int { return p.sched }); !ok {
+	s := threadState{state: st}
+	b, ok := f.pread(tid, func(p *procFiles) int { return p.sched })
+	if !ok {
 		return threadState{}, false
 	}
 	fs := bytes.Fields(b)
