@@ -89,7 +89,10 @@ image:
 gpu-acceptance:
 	CGO_ENABLED=1 $(GO) test -count=1 -timeout 3h ./e2e/ -ginkgo.label-filter=gpu -ginkgo.v
 
+# Only this checkout's fakesglang images (labelled host:path) and the containers made from
+# them: another checkout's suite may be starting a container from its own at any moment.
 clean:
 	rm -rf $(BIN) $(REPORTS)
-	-docker ps -aq --filter label=org.incident-replay.project=incident-replay | xargs -r docker rm -f
-	-docker images -q --filter label=org.incident-replay.project=incident-replay | sort -u | xargs -r docker rmi
+	-imgs=$$(docker images -q --filter label=org.incident-replay.tree=$$(hostname):$(CURDIR) | sort -u); \
+	for img in $$imgs; do docker ps -aq --filter ancestor=$$img | xargs -r docker rm -f; done; \
+	if [ -n "$$imgs" ]; then docker rmi -f $$imgs; fi
