@@ -519,15 +519,27 @@ func (c *Container) Stop(ctx context.Context) error {
 // not empty" (once in a 363-container matrix, which then lost that cell's verdict). It
 // returns first's error when every try fails.
 func (c *Container) removeAgain(ctx context.Context, first error) error {
-	for range 5 {
+	return retryRemove(ctx, c.GetContainerID(), first, remove, 5, 200*time.Millisecond)
+}
+
+// retryRemove calls rm for id up to tries times, pause apart (the first after a pause), until
+// one succeeds; it returns first when none did or ctx ended.
+func retryRemove(ctx context.Context, id string, first error, rm func(context.Context, []string) (int, error), tries int, pause time.Duration) error {
+	t := time.NewTimer(pause)
+	defer t.Stop()
+	for range tries {
 		select {
 		case <-ctx.Done():
 			return first
-		case <-time.After(200 * time.Millisecond):
+		case <-t.C:
 		}
-		if _, err := remove(ctx, []string{c.GetContainerID()}); err == nil {
+		if ctx.Err() != nil { // both were ready: the select may have taken the timer
+			return first
+		}
+		if _, err := rm(ctx, []string{id}); err == nil {
 			return nil
 		}
+		t.Reset(pause)
 	}
 	return first
 }

@@ -3,6 +3,7 @@ package fakeserver
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,5 +138,44 @@ func TestDisowned(t *testing.T) {
 		if got := disowned(c.tree, mine); got != c.want {
 			t.Errorf("%s: disowned(%q) = %v, want %v", c.name, c.tree, got, c.want)
 		}
+	}
+}
+
+func TestRetryRemove(t *testing.T) {
+	first := errors.New("unable to remove filesystem: directory not empty")
+	refused := errors.New("still busy")
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, c := range []struct {
+		name      string
+		ctx       context.Context
+		failFirst int // calls that fail before one succeeds
+		want      error
+		calls     int
+	}{
+		{"second try removes it", context.Background(), 1, nil, 2},
+		{"last try removes it", context.Background(), 4, nil, 5},
+		{"every try fails", context.Background(), 99, first, 5},
+		{"ended context tries none", cancelled, 0, first, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			calls := 0
+			rm := func(_ context.Context, ids []string) (int, error) {
+				calls++
+				if len(ids) != 1 || ids[0] != "abc" {
+					t.Fatalf("removed %v, want [abc]", ids)
+				}
+				if calls <= c.failFirst {
+					return 0, refused
+				}
+				return 1, nil
+			}
+			if err := retryRemove(c.ctx, "abc", first, rm, 5, time.Millisecond); err != c.want {
+				t.Fatalf("retryRemove = %v, want %v", err, c.want)
+			}
+			if calls != c.calls {
+				t.Fatalf("%d removals, want %d", calls, c.calls)
+			}
+		})
 	}
 }
