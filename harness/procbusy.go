@@ -55,22 +55,28 @@ func (w *procWatch) busy() bool {
 	}
 	dir := "/proc/" + strconv.Itoa(w.pid)
 	if w.status < 0 {
-		if w.status = openRead(dir + "/status"); w.status < 0 {
-			w.close()
+		fd, err := syscall.Open(dir+"/status", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+		if err != nil {
+			if procGone(err) { // else out of files for now, say: the next look tries again
+				w.close()
+			}
 			return false
 		}
+		w.status = fd
 	}
 	n, err := syscall.Pread(w.status, w.buf, 0)
 	if err != nil || n <= 0 {
-		w.close()
+		w.close() // a kept file of a process that is gone
 		return false
 	}
 	if signalPending(w.buf[:n]) {
 		return true
 	}
-	tids, ok := w.list(dir + "/task")
-	if !ok {
-		w.close()
+	tids, err := w.list(dir + "/task")
+	if err != nil {
+		if procGone(err) {
+			w.close()
+		}
 		return false
 	}
 	for tid, fd := range w.threads {
@@ -82,7 +88,8 @@ func (w *procWatch) busy() bool {
 	for tid := range tids {
 		fd, ok := w.threads[tid]
 		if !ok {
-			if fd = openRead(dir + "/task/" + strconv.Itoa(tid) + "/stat"); fd < 0 {
+			var err error
+			if fd, err = syscall.Open(dir+"/task/"+strconv.Itoa(tid)+"/stat", syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err != nil {
 				continue // a thread that ended
 			}
 			w.threads[tid] = fd
@@ -124,22 +131,22 @@ func (w *procWatch) state(fd int) (byte, bool) {
 	return b[i+2], true
 }
 
-// list reads the thread ids in the kept task directory.
-func (w *procWatch) list(path string) (map[int]struct{}, bool) {
+// list reads the thread ids in the kept task directory; a directory without any is gone.
+func (w *procWatch) list(path string) (map[int]struct{}, error) {
 	if w.taskDir < 0 {
 		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 		if err != nil {
-			return nil, false
+			return nil, err
 		}
 		w.taskDir = fd
 	} else if _, err := syscall.Seek(w.taskDir, 0, 0); err != nil {
-		return nil, false
+		return nil, err
 	}
 	tids := map[int]struct{}{}
 	for {
 		n, err := syscall.Getdents(w.taskDir, w.dirbuf)
 		if err != nil {
-			return nil, false
+			return nil, err
 		}
 		if n <= 0 {
 			break
@@ -151,8 +158,14 @@ func (w *procWatch) list(path string) (map[int]struct{}, bool) {
 			}
 		}
 	}
-	return tids, len(tids) > 0
+	if len(tids) == 0 {
+		return nil, syscall.ESRCH
+	}
+	return tids, nil
 }
+
+// procGone reports an error that says the process is gone, not that a look failed for now.
+func procGone(err error) bool { return err == syscall.ENOENT || err == syscall.ESRCH }
 
 // close closes every kept file; later looks report the process gone.
 func (w *procWatch) close() {
@@ -174,14 +187,6 @@ func (w *procWatch) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.close()
-}
-
-func openRead(path string) int {
-	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
-	if err != nil {
-		return -1
-	}
-	return fd
 }
 
 // signalPending reports whether a /proc/PID/status text shows a signal pending for the
