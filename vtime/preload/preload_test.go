@@ -1,6 +1,7 @@
 package preload
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -580,5 +581,64 @@ func TestHotThreadCools(t *testing.T) {
 	}
 	if !sawHot {
 		t.Fatal("Idle never remembered the spinning thread")
+	}
+}
+
+// A thread started while the group's known threads sleep is found (the thread counts in
+// their stats no longer add up, so the task directory is listed again): a process whose
+// new thread spins is never idle.
+func TestNewThreadIsSeen(t *testing.T) {
+	needLib(t)
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not on PATH")
+	}
+	in, feed, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); feed.Close() })
+	out, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { out.Close(); w.Close() })
+	p := newPage(t)
+	// The spinner waits for the line to be out: once it spins, the GIL's timed waits are on
+	// the page's clock, which stands still here, so the main thread could not print.
+	_, g := startGroup(t, p, in, w, py, "-c", `import os, threading
+go = threading.Event()
+def spin():
+    go.wait()
+    while True: pass
+print("asleep", flush=True)
+os.read(0, 1)
+threading.Thread(target=spin, daemon=True).start()
+print("spinning", flush=True)
+go.set()
+os.read(0, 1)`)
+	lines := bufio.NewReader(out)
+	if l, err := lines.ReadString('\n'); err != nil || l != "asleep\n" {
+		t.Fatalf("first line %q, %v", l, err)
+	}
+	idle := false
+	for deadline := time.Now().Add(10 * time.Second); !idle && time.Now().Before(deadline); {
+		idle, _ = g.Idle()
+		time.Sleep(time.Millisecond)
+	}
+	if !idle {
+		t.Fatal("a process blocked on a read was never idle")
+	}
+	if _, err := feed.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := lines.ReadString('\n'); err != nil || l != "spinning\n" {
+		t.Fatalf("second line %q, %v", l, err)
+	}
+	for i := range 300 {
+		if idle, _ := g.Idle(); idle {
+			t.Fatalf("idle at look %d with a thread spinning", i)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
