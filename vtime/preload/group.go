@@ -179,7 +179,7 @@ func (g *Group) refresh(stopAtBusy bool) bool {
 					g.hot = t
 					return false
 				}
-				live, counted = g.count(t, live, counted)
+				live, counted = count(t, live, counted)
 			}
 			if counted == live || listed {
 				if len(m.tasks) == 0 {
@@ -195,7 +195,7 @@ func (g *Group) refresh(stopAtBusy bool) bool {
 // count adds t, just read, to a tally of a member's threads: live counts those not exited,
 // counted is the thread count their stats agree on (-2 before the first, -1 when they
 // disagree: a thread started or ended between the reads).
-func (g *Group) count(t *task, live, counted int) (int, int) {
+func count(t *task, live, counted int) (int, int) {
 	if t.state != 'Z' && t.state != 'X' {
 		live++
 	}
@@ -224,7 +224,7 @@ func (g *Group) same(m *member) bool {
 		if !g.readTask(t) || t.state != state || t.runtime != runtime || t.runs != runs {
 			return false
 		}
-		live, counted = g.count(t, live, counted)
+		live, counted = count(t, live, counted)
 	}
 	if counted == live {
 		return true
