@@ -18,7 +18,7 @@ import (
 // task is busy again. A client that is not a task of the clock (curl, a script) sleeps in its
 // own process once it has written; the listener is busy while a connection waits to be
 // accepted or holds bytes nobody has read, so the server always picks them up before time
-// moves.
+// moves, and while its answer may still be in the kernel on its way to that process.
 
 // Listen wraps a server's listener for clock c and attaches it to c. Serve the returned
 // listener with an http.Server passed through Serve.
@@ -112,6 +112,9 @@ type listener struct {
 
 	mu    sync.Mutex
 	conns map[*serverConn]struct{}
+	// closedUnacked: a connection closed with its last answer unacknowledged, which may still
+	// be on its way (an HTTP/1.0 client's, or one that asked to close).
+	closedUnacked bool
 }
 
 func (l *listener) Accept() (net.Conn, error) {
@@ -187,20 +190,29 @@ func (l *listener) Close() error {
 
 func (l *listener) exactIdle() {}
 
-// Idle implements Participant: busy while a connection waits in the accept queue or a
-// connection nobody holds has unread bytes. (An answer not yet acknowledged is not waited
-// for: a client's delayed ACK would hold the clock for 40 ms of wall time per request.)
+// Idle implements Participant: busy while a connection waits in the accept queue, a
+// connection nobody holds has unread bytes, or an answer may still be on its way to a client
+// that is a process: it is unacknowledged and a CPU's backlog holds packets (see backlogged).
+// An unacknowledged answer alone is not waited for: a client's delayed ACK would hold the
+// clock for 40 ms of wall time per request.
 func (l *listener) Idle() (bool, time.Time) {
 	if tcpInfo(l.Listener).Unacked > 0 {
 		return false, time.Time{}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	sent := l.closedUnacked
 	for k := range l.conns {
 		if unread(k.Conn) > 0 {
 			return false, time.Time{}
 		}
+		sent = sent || tcpInfo(k.Conn).Unacked > 0
 	}
+	if sent && backlogged() {
+		return false, time.Time{}
+	}
+	// The backlogs were empty: what the closed connections sent has left them.
+	l.closedUnacked = false
 	return true, time.Time{}
 }
 
@@ -255,8 +267,10 @@ func (k *serverConn) Close() error {
 	defer k.c.handOff()
 	k.handed()
 	k.flushed()
+	unacked := tcpInfo(k.Conn).Unacked > 0
 	k.l.mu.Lock()
 	delete(k.l.conns, k)
+	k.l.closedUnacked = k.l.closedUnacked || unacked
 	k.l.mu.Unlock()
 	return k.Conn.Close()
 }
