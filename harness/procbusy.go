@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+
+	"github.com/incident-replay/incident-replay/internal/proc"
 )
 
 // procWatch answers whether one process has work its clock cannot see yet (see busy). The
@@ -123,12 +125,8 @@ func (w *procWatch) state(fd int) (byte, bool) {
 	if err != nil || n <= 0 {
 		return 0, false
 	}
-	b := w.buf[:n]
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0, false
-	}
-	return b[i+2], true
+	st := proc.Fields(w.buf[:n]).State()
+	return st, st != 0
 }
 
 // list reads the thread ids in the kept task directory; a directory without any is gone.

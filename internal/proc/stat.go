@@ -42,31 +42,29 @@ func Read(root string, pid int) (Stat, error) {
 	return Parse(b)
 }
 
-// Parse parses the contents of a stat file. The command name (field 2) may hold spaces and
-// parentheses, so the fields are counted from its last ')'.
+// Parse parses the contents of a stat file.
 func Parse(b []byte) (Stat, error) {
 	i := bytes.IndexByte(b, ' ')
 	j := bytes.LastIndexByte(b, ')')
 	if i < 0 || j < i {
 		return Stat{}, fmt.Errorf("proc stat %.40q: no (comm) field", b)
 	}
-	f := bytes.Fields(b[j+1:]) // f[0] is field 3
-	if len(f) < 20 || len(f[0]) != 1 {
-		return Stat{}, fmt.Errorf("proc stat %.40q: %d fields after comm, want at least 20", b, len(f))
+	l := Fields(b)
+	if l.Field(22) == nil || l.State() == 0 {
+		return Stat{}, fmt.Errorf("proc stat %.40q: %d fields after comm, want at least 20", b, l.n)
 	}
-	var st Stat
+	st := Stat{State: l.State()}
 	var errs [10]error
 	st.PID, errs[0] = strconv.Atoi(string(b[:i]))
-	st.State = f[0][0]
-	st.PPID, errs[1] = strconv.Atoi(string(f[1]))
-	st.PGRP, errs[2] = strconv.Atoi(string(f[2]))
-	st.Session, errs[3] = strconv.Atoi(string(f[3]))
-	st.CMinFlt, errs[4] = strconv.ParseUint(string(f[8]), 10, 64)
-	st.UTime, errs[8] = strconv.ParseUint(string(f[11]), 10, 64)
-	st.STime, errs[9] = strconv.ParseUint(string(f[12]), 10, 64)
-	st.CUTime, errs[5] = strconv.ParseUint(string(f[13]), 10, 64)
-	st.CSTime, errs[6] = strconv.ParseUint(string(f[14]), 10, 64)
-	st.StartTime, errs[7] = strconv.ParseUint(string(f[19]), 10, 64)
+	st.PPID, errs[1] = strconv.Atoi(string(l.Field(4)))
+	st.PGRP, errs[2] = strconv.Atoi(string(l.Field(5)))
+	st.Session, errs[3] = strconv.Atoi(string(l.Field(6)))
+	st.CMinFlt, errs[4] = strconv.ParseUint(string(l.Field(11)), 10, 64)
+	st.UTime, errs[5] = strconv.ParseUint(string(l.Field(14)), 10, 64)
+	st.STime, errs[6] = strconv.ParseUint(string(l.Field(15)), 10, 64)
+	st.CUTime, errs[7] = strconv.ParseUint(string(l.Field(16)), 10, 64)
+	st.CSTime, errs[8] = strconv.ParseUint(string(l.Field(17)), 10, 64)
+	st.StartTime, errs[9] = strconv.ParseUint(string(l.Field(22)), 10, 64)
 	for _, err := range errs {
 		if err != nil {
 			return Stat{}, fmt.Errorf("proc stat %.40q: %w", b, err)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/incident-replay/incident-replay/internal/proc"
 )
 
 // Group is one process group as a participant of the clock.
@@ -260,8 +262,8 @@ func (g *Group) running(t *task) bool {
 	if err != nil || n <= 0 {
 		return false
 	}
-	f := statFields(g.buf[:n])
-	return f.n >= 3 && atoi(f.f[2]) == g.pgid && !asleep(f.f[0][0])
+	l := proc.Fields(g.buf[:n])
+	return l.Int(5) == g.pgid && !asleep(l.State())
 }
 
 func asleep(state byte) bool {
@@ -332,15 +334,11 @@ func (g *Group) readTask(t *task) bool {
 	if err != nil || n <= 0 {
 		return false
 	}
-	f := statFields(g.buf[:n])
-	if f.n < 3 || atoi(f.f[2]) != g.pgid {
+	l := proc.Fields(g.buf[:n])
+	if l.Int(5) != g.pgid {
 		return false
 	}
-	t.state = f.f[0][0]
-	t.threads = -1
-	if f.n > 17 {
-		t.threads = atoi(f.f[17])
-	}
+	t.state, t.threads = l.State(), l.Int(20)
 	n, err = syscall.Pread(t.schedFd, g.buf, 0)
 	if err != nil || n <= 0 {
 		return false
@@ -518,7 +516,7 @@ func (g *Group) newestPid() int {
 		return 0
 	}
 	b := bytes.TrimRight(g.buf[:n], "\n")
-	return max(atoi(b[bytes.LastIndexByte(b, ' ')+1:]), 0)
+	return max(proc.Atoi(b[bytes.LastIndexByte(b, ' ')+1:]), 0)
 }
 
 // ours reports whether thread tid, registered in the page but unknown to the group, is in
@@ -544,11 +542,7 @@ func (g *Group) pgrpOf(pid int) int {
 	if err != nil || n <= 0 {
 		return -1
 	}
-	f := statFields(g.buf[:n])
-	if f.n < 3 {
-		return -1
-	}
-	return atoi(f.f[2])
+	return proc.Fields(g.buf[:n]).Int(5)
 }
 
 // readDir calls fn for every numeric entry of the directory open at fd.
@@ -570,7 +564,7 @@ func (g *Group) readDir(fd int, fn func(int)) bool {
 			if z := bytes.IndexByte(name, 0); z >= 0 {
 				name = name[:z]
 			}
-			if id := atoi(name); id > 0 {
+			if id := proc.Atoi(name); id > 0 {
 				fn(id)
 			}
 			b = b[reclen:]
@@ -687,11 +681,12 @@ func (g *Group) startOf(pid int) (int64, byte) {
 	if err != nil || n <= 0 {
 		return -1, 0
 	}
-	f := statFields(g.buf[:n])
-	if f.n < 20 {
+	l := proc.Fields(g.buf[:n])
+	start := l.Int(22)
+	if start < 0 {
 		return -1, 0
 	}
-	return int64(atoi(f.f[19])) * (int64(time.Second) / userHz), f.f[0][0]
+	return int64(start) * (int64(time.Second) / userHz), l.State()
 }
 
 // Members returns the pids of the group's processes as the last Idle or Unvirtualised call

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/incident-replay/incident-replay/internal/proc"
 	"github.com/incident-replay/incident-replay/vtime"
 )
 
@@ -208,11 +209,8 @@ func (f *threadFiles) state(tid int) (byte, bool) {
 	if !ok {
 		return 0, false
 	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0, false
-	}
-	return b[i+2], true
+	st := proc.Fields(b).State()
+	return st, st != 0
 }
 
 // read reads a thread's state (/proc/TID/stat) and its run time and run count
