@@ -5,6 +5,7 @@
 # Needs /usr/bin/time (Debian package "time"). The files are deleted afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/cgo-env.sh
 mb="${1:-138}"
 if [ ! -x /usr/bin/time ]; then
   echo "bench/author.sh needs GNU time at /usr/bin/time (apt-get install time)" >&2

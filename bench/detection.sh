@@ -4,4 +4,5 @@
 #   -scenario a,b,c | all   -runs N   -speed S   -tools t1,t2   (see -h)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/cgo-env.sh
 exec go run ./bench/cmd/detection "$@"

@@ -7,6 +7,7 @@
 #   bash bench/determinism.sh [--no-container] [score flags, e.g. --scenario a,b]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/cgo-env.sh
 
 container=1
 if [[ "${1:-}" == --no-container ]]; then

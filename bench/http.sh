@@ -5,6 +5,7 @@
 # Usage: bench/http.sh            (needs Go; Docker for the last two figures)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/cgo-env.sh
 
 echo "== Go benchmarks (ns/op, median of 5 interleaved rounds; ratio = bare / fake) =="
 # Rounds interleave fake and bare so a noisy neighbour (shared CI cores) hits both alike.

@@ -3,6 +3,7 @@
 # on the same file. Usage: bench/parse.sh [MB]   (default 500; the file is deleted afterwards)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/cgo-env.sh
 mb="${1:-500}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT

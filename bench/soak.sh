@@ -5,6 +5,7 @@
 # Usage: bench/soak.sh [N]     (needs Go)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/cgo-env.sh
 n=${1:-2000000}
 dir=$(mktemp -d)
 pid=

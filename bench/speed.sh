@@ -9,6 +9,7 @@
 #   bash bench/speed.sh [--no-matrix] [BASE]     (--no-matrix: the founding cold start alone)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/cgo-env.sh
 
 matrix=1
 if [[ "${1:-}" == --no-matrix ]]; then
