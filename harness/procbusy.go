@@ -27,11 +27,12 @@ type procWatch struct {
 	buf     []byte
 	dirbuf  []byte
 	names   []string
+	listed  map[int]struct{} // list's answer, reused
 }
 
 func newProcWatch(pid int) *procWatch {
 	return &procWatch{pid: pid, status: -1, taskDir: -1, threads: map[int]int{},
-		buf: make([]byte, 4096), dirbuf: make([]byte, 8192)}
+		buf: make([]byte, 4096), dirbuf: make([]byte, 8192), listed: map[int]struct{}{}}
 }
 
 // busy reports whether the process has a signal pending (ShdPnd or SigPnd: it has not run
@@ -129,7 +130,8 @@ func (w *procWatch) state(fd int) (byte, bool) {
 	return st, st != 0
 }
 
-// list reads the thread ids in the kept task directory; a directory without any is gone.
+// list reads the thread ids in the kept task directory into w.listed; a directory without
+// any is gone.
 func (w *procWatch) list(path string) (map[int]struct{}, error) {
 	if w.taskDir < 0 {
 		fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
@@ -140,7 +142,8 @@ func (w *procWatch) list(path string) (map[int]struct{}, error) {
 	} else if _, err := syscall.Seek(w.taskDir, 0, 0); err != nil {
 		return nil, err
 	}
-	tids := map[int]struct{}{}
+	tids := w.listed
+	clear(tids)
 	for {
 		n, err := syscall.Getdents(w.taskDir, w.dirbuf)
 		if err != nil {
