@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -206,7 +207,7 @@ func (l *listener) Idle() (bool, time.Time) {
 		if unread(k.Conn) > 0 {
 			return false, time.Time{}
 		}
-		sent = sent || tcpInfo(k.Conn).Unacked > 0
+		sent = k.unackedLocked() || sent
 	}
 	if sent && backlogged() {
 		return false, time.Time{}
@@ -224,6 +225,32 @@ type serverConn struct {
 	mu       sync.Mutex
 	release  func() // bytes read, no handler yet
 	flushing func() // answered, not yet back to reading
+
+	// writes counts the writes that sent bytes; acked is writes when the connection was last
+	// seen with nothing unacknowledged (l.mu), so Idle asks the kernel only after a write.
+	writes atomic.Uint64
+	acked  uint64
+}
+
+func (k *serverConn) Write(p []byte) (int, error) {
+	n, err := k.Conn.Write(p)
+	if n > 0 {
+		k.writes.Add(1)
+	}
+	return n, err
+}
+
+// unackedLocked reports whether bytes k sent may be unacknowledged; l.mu is held.
+func (k *serverConn) unackedLocked() bool {
+	w := k.writes.Load()
+	if w == k.acked {
+		return false
+	}
+	if tcpInfo(k.Conn).Unacked > 0 {
+		return true
+	}
+	k.acked = w // a write after the Load is asked about next time
+	return false
 }
 
 func (k *serverConn) Read(p []byte) (int, error) {
@@ -267,10 +294,9 @@ func (k *serverConn) Close() error {
 	defer k.c.handOff()
 	k.handed()
 	k.flushed()
-	unacked := tcpInfo(k.Conn).Unacked > 0
 	k.l.mu.Lock()
+	k.l.closedUnacked = k.unackedLocked() || k.l.closedUnacked
 	delete(k.l.conns, k)
-	k.l.closedUnacked = k.l.closedUnacked || unacked
 	k.l.mu.Unlock()
 	return k.Conn.Close()
 }
