@@ -46,8 +46,9 @@ func (s *softnetStat) backlogged() bool {
 	}
 	for {
 		n, err := s.f.ReadAt(s.buf, 0)
-		if err != nil && err != io.EOF {
-			s.failed = true
+		if err != nil && err != io.EOF { // open it afresh next time
+			s.f.Close()
+			s.f = nil
 			return false
 		}
 		if n == len(s.buf) { // a host with many CPUs: read it whole

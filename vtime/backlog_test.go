@@ -56,8 +56,8 @@ func FuzzParseBacklog(f *testing.F) {
 	})
 }
 
-// The file is read afresh on every look, whole however many CPUs it lists, and a kernel
-// without the column is never looked at again.
+// The file is read afresh on every look, whole however many CPUs it lists, and opened afresh
+// after a read that failed; a kernel without the column is never looked at again.
 func TestSoftnetStatReadsAfresh(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "softnet_stat")
 	row := func(queued string) string {
@@ -81,6 +81,14 @@ func TestSoftnetStatReadsAfresh(t *testing.T) {
 	write(row("00000000") + row("00000000"))
 	if s.backlogged() {
 		t.Error("empty backlogs read as queued: the file was not read afresh")
+	}
+	write(row("00000001"))
+	s.f.Close() // a read that fails
+	if s.backlogged() || s.failed {
+		t.Errorf("a failed read: backlogged, failed = true, %t; want false, false", s.failed)
+	}
+	if !s.backlogged() {
+		t.Error("after a failed read the file was not opened afresh")
 	}
 	many := strings.Repeat(row("00000000"), 255) + row("00000001") // 256 CPUs, over 4 KiB
 	write(many)
