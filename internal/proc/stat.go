@@ -44,15 +44,11 @@ func Read(root string, pid int) (Stat, error) {
 
 // Parse parses the contents of a stat file.
 func Parse(b []byte) (Stat, error) {
-	i := bytes.IndexByte(b, ' ')
-	j := bytes.LastIndexByte(b, ')')
-	if i < 0 || j < i {
-		return Stat{}, fmt.Errorf("proc stat %.40q: no (comm) field", b)
-	}
 	l := Fields(b)
 	if l.Field(22) == nil || l.State() == 0 {
-		return Stat{}, fmt.Errorf("proc stat %.40q: %d fields after comm, want at least 20", b, l.n)
+		return Stat{}, fmt.Errorf("proc stat %.40q: no (comm) field followed by fields 3 to 22", b)
 	}
+	i := max(bytes.IndexByte(b, ' '), 0)
 	st := Stat{State: l.State()}
 	var errs [10]error
 	st.PID, errs[0] = strconv.Atoi(string(b[:i]))
