@@ -172,7 +172,8 @@ func TestAnswerOnTheWireHoldsTheListener(t *testing.T) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		for k := range l.conns {
-			return true, tcpInfo(k.Conn).Unacked > 0
+			info, _ := tcpInfo(k.Conn)
+			return true, info.Unacked > 0
 		}
 		return false, false
 	}

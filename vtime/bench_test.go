@@ -81,7 +81,7 @@ func anyUnacked(l *listener) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for k := range l.conns {
-		if tcpInfo(k.Conn).Unacked > 0 {
+		if info, _ := tcpInfo(k.Conn); info.Unacked > 0 {
 			return true
 		}
 	}

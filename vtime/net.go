@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // A request between a Go client and a server on one virtual clock is handed over exactly. The
@@ -192,22 +194,24 @@ func (l *listener) Close() error {
 func (l *listener) exactIdle() {}
 
 // Idle implements Participant: busy while a connection waits in the accept queue, a
-// connection nobody holds has unread bytes, or an answer may still be on its way to a client
-// that is a process: it is unacknowledged and a CPU's backlog holds packets (see backlogged).
-// An unacknowledged answer alone is not waited for: a client's delayed ACK would hold the
-// clock for 40 ms of wall time per request.
+// connection received bytes that no hold covers yet (unread, or read by a goroutine that has
+// not taken its hold), or an answer may still be on its way to a client that is a process: it
+// is unacknowledged and a CPU's backlog holds packets (see backlogged). An unacknowledged
+// answer alone is not waited for: a client's delayed ACK would hold the clock for 40 ms of
+// wall time per request.
 func (l *listener) Idle() (bool, time.Time) {
-	if tcpInfo(l.Listener).Unacked > 0 {
+	if info, _ := tcpInfo(l.Listener); info.Unacked > 0 {
 		return false, time.Time{}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	sent := l.closedUnacked
 	for k := range l.conns {
-		if unread(k.Conn) > 0 {
+		uncovered, unacked := k.lookLocked()
+		if uncovered {
 			return false, time.Time{}
 		}
-		sent = k.unackedLocked() || sent
+		sent = unacked || sent
 	}
 	if sent && backlogged() {
 		return false, time.Time{}
@@ -230,6 +234,24 @@ type serverConn struct {
 	// seen with nothing unacknowledged (l.mu), so Idle asks the kernel only after a write.
 	writes atomic.Uint64
 	acked  uint64
+	// taken counts the bytes Read returned, each once a hold covered it. The kernel counts
+	// what it received (tcpi_bytes_received); more than taken is a request unread, or read
+	// by a goroutine the scheduler stopped before it took its hold: on a loaded host a read's
+	// return is where a thread is preempted, for milliseconds, while curl sleeps in poll.
+	taken atomic.Uint64
+}
+
+// lookLocked reports whether k received bytes that no hold covers (uncovered) and whether
+// bytes it sent may be unacknowledged; l.mu is held. One TCP_INFO answers both.
+func (k *serverConn) lookLocked() (uncovered, unacked bool) {
+	w := k.writes.Load() // before the kernel is asked: a later write is asked about next time
+	info, full := tcpInfo(k.Conn)
+	if full {
+		uncovered = info.Bytes_received > k.taken.Load()
+	} else { // a kernel before 4.1 counts no bytes: what waits unread is what it can tell
+		uncovered = unread(k.Conn) > 0
+	}
+	return uncovered, k.unackedLocked(w, info)
 }
 
 func (k *serverConn) Write(p []byte) (int, error) {
@@ -240,16 +262,16 @@ func (k *serverConn) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// unackedLocked reports whether bytes k sent may be unacknowledged; l.mu is held.
-func (k *serverConn) unackedLocked() bool {
-	w := k.writes.Load()
+// unackedLocked reports whether bytes k sent may be unacknowledged, given its writes counted
+// before info was read; l.mu is held.
+func (k *serverConn) unackedLocked(w uint64, info unix.TCPInfo) bool {
 	if w == k.acked {
 		return false
 	}
-	if tcpInfo(k.Conn).Unacked > 0 {
+	if info.Unacked > 0 {
 		return true
 	}
-	k.acked = w // a write after the Load is asked about next time
+	k.acked = w
 	return false
 }
 
@@ -257,14 +279,21 @@ func (k *serverConn) Read(p []byte) (int, error) {
 	k.flushed()
 	n, err := k.Conn.Read(p)
 	if n > 0 {
+		if testHookRead != nil {
+			testHookRead()
+		}
 		k.mu.Lock()
 		if k.release == nil {
 			k.release = k.c.Hold()
 		}
 		k.mu.Unlock()
+		k.taken.Add(uint64(n))
 	}
 	return n, err
 }
+
+// testHookRead runs between a read's return and its hold (tests widen the gap).
+var testHookRead func()
 
 func (k *serverConn) handed() {
 	k.mu.Lock()
@@ -295,7 +324,8 @@ func (k *serverConn) Close() error {
 	k.handed()
 	k.flushed()
 	k.l.mu.Lock()
-	k.l.closedUnacked = k.unackedLocked() || k.l.closedUnacked
+	_, unacked := k.lookLocked()
+	k.l.closedUnacked = unacked || k.l.closedUnacked
 	delete(k.l.conns, k)
 	k.l.mu.Unlock()
 	return k.Conn.Close()
@@ -347,6 +377,7 @@ type offClockConn struct {
 	t      *Task
 	once   sync.Once
 	detach func()
+	taken  atomic.Uint64 // bytes Read returned, each once it held the clock (see serverConn)
 }
 
 func (o *offClockConn) Write(p []byte) (int, error) {
@@ -357,14 +388,23 @@ func (o *offClockConn) Write(p []byte) (int, error) {
 
 func (o *offClockConn) Read(p []byte) (int, error) {
 	n, err := o.Conn.Read(p)
+	if n > 0 && testHookRead != nil {
+		testHookRead()
+	}
 	if n > 0 || err != nil {
 		o.t.holdUntilBusy() // what was read is on its way to the task
 	}
+	o.taken.Add(uint64(max(n, 0)))
 	return n, err
 }
 
-// Idle implements Participant: busy while an answer waits unread.
-func (o *offClockConn) Idle() (bool, time.Time) { return unread(o.Conn) == 0, time.Time{} }
+// Idle implements Participant: busy while an answer waits unread or was read before its hold.
+func (o *offClockConn) Idle() (bool, time.Time) {
+	if info, full := tcpInfo(o.Conn); full {
+		return info.Bytes_received <= o.taken.Load(), time.Time{}
+	}
+	return unread(o.Conn) == 0, time.Time{}
+}
 
 func (o *offClockConn) exactIdle() {}
 
@@ -423,24 +463,26 @@ func (c *Clock) client(addr string) *clientConn {
 	return c.clients[addr]
 }
 
-// tcpInfo is TCP_INFO of a TCP socket (zero for others). On a listening socket its Unacked
-// is how many connections wait in the accept queue.
-func tcpInfo(s any) syscall.TCPInfo {
-	var info syscall.TCPInfo
+// tcpInfo is TCP_INFO of a TCP socket (zero for others), and whether the kernel filled it up
+// to Bytes_received. On a listening socket its Unacked is how many connections wait in the
+// accept queue.
+func tcpInfo(s any) (info unix.TCPInfo, full bool) {
 	sc, ok := s.(syscall.Conn)
 	if !ok {
-		return info
+		return info, false
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return info
+		return info, false
 	}
+	size := uint32(unsafe.Sizeof(info))
 	_ = rc.Control(func(fd uintptr) {
-		size := uint32(unsafe.Sizeof(info))
-		_, _, _ = syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, syscall.IPPROTO_TCP, syscall.TCP_INFO,
-			uintptr(unsafe.Pointer(&info)), uintptr(unsafe.Pointer(&size)), 0)
+		if _, _, e := syscall.Syscall6(syscall.SYS_GETSOCKOPT, fd, syscall.IPPROTO_TCP, syscall.TCP_INFO,
+			uintptr(unsafe.Pointer(&info)), uintptr(unsafe.Pointer(&size)), 0); e != 0 {
+			size = 0
+		}
 	})
-	return info
+	return info, uintptr(size) >= unsafe.Offsetof(info.Bytes_received)+unsafe.Sizeof(info.Bytes_received)
 }
 
 // unread is the bytes waiting in a connection's receive queue, 0 when that cannot be read.
