@@ -18,6 +18,11 @@ import (
 // Tests replace it.
 var backlogged = softnet.backlogged
 
+// Backlogged reports whether a CPU's backlog holds packets (false where that cannot be read):
+// a participant whose processes sleep while a packet they sent, or one on its way to them,
+// waits there is not idle.
+func Backlogged() bool { return backlogged() }
+
 var softnet = &softnetStat{path: "/proc/net/softnet_stat"}
 
 // softnetStat keeps /proc/net/softnet_stat open: a pread at offset 0 renders it afresh.

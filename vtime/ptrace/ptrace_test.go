@@ -311,3 +311,44 @@ func TestRelease(t *testing.T) {
 		})
 	}
 }
+
+// A tracee asleep while a CPU's backlog holds packets may have sent one of them, or be about
+// to be woken by one: the clock waits for the backlog to drain before it moves to the
+// tracee's deadline.
+func TestBacklogHoldsTheTracee(t *testing.T) {
+	bin := build(t, "sleeper")
+	var queued sync.Mutex // held: the backlog holds packets
+	queued.Lock()
+	backlogged = func() bool {
+		if queued.TryLock() {
+			queued.Unlock()
+			return false
+		}
+		return true
+	}
+	defer func() { backlogged = vtime.Backlogged }()
+	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	c := vtime.New(epoch, vtime.Options{})
+	defer c.Close()
+	done := make(chan []string, 1)
+	go func() {
+		lines, _, _ := trace(t, c, bin, "1", "300s")
+		done <- lines
+	}()
+	time.Sleep(500 * time.Millisecond) // the sleeper starts and sleeps in well under that
+	if moved := c.Now().Sub(epoch); moved >= time.Minute {
+		t.Errorf("the clock moved %v while the backlog held packets", moved)
+	}
+	queued.Unlock()
+	select {
+	case lines := <-done:
+		if len(lines) != 2 || !strings.HasPrefix(lines[1], "woke") {
+			t.Fatalf("output %q", lines)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the sleeper did not wake once the backlog drained")
+	}
+	if got := c.Now().Sub(epoch); got < 300*time.Second {
+		t.Errorf("the clock is at %v after a 300 s sleep", got)
+	}
+}
