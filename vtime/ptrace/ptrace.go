@@ -21,7 +21,8 @@
 //
 // The tracee is a participant of the clock: idle when every thread sleeps in the kernel
 // (a registered wait, or a wait for something another participant must do first, such as a
-// read from the fake server), none is stopped for the tracer, and no interrupt is on its way.
+// read from the fake server), none is stopped for the tracer, no interrupt is on its way, and
+// no CPU's network backlog holds packets (a dial's handshake may wait there).
 //
 // Limits: timerfd, socket timeouts (SO_RCVTIMEO) and
 // interval timers are not virtualised; a wait interrupted by another signal and restarted
