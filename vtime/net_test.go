@@ -118,23 +118,73 @@ func TestLateAnswerToAnAbandonedRequest(t *testing.T) {
 	})
 }
 
+// widenGap makes *hook stall its caller for 100 ms of wall time; the channel closes at its
+// first call. The test's cleanup unsets it.
+func widenGap(t *testing.T, hook *func()) <-chan struct{} {
+	inGap := make(chan struct{})
+	var once sync.Once
+	*hook = func() {
+		once.Do(func() { close(inGap) })
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Cleanup(func() { *hook = nil })
+	return inGap
+}
+
+// listenOnClock is a loopback listener on c: the plain one and its wrapping.
+func listenOnClock(t *testing.T, c *Clock) (ln, vl net.Listener) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vl = Listen(ln, c)
+	t.Cleanup(func() { vl.Close() })
+	return ln, vl
+}
+
+// writeRequest dials addr and writes a request to it; the connection stays open for the test.
+func writeRequest(t *testing.T, addr string) {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	if _, err := nc.Write([]byte("GET / HTTP/1.1\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// staysBusy fails the test with why when busy reports false at any of 20 looks 2 ms apart
+// (the hook's gap lasts 100 ms).
+func staysBusy(t *testing.T, why string, busy func() bool) {
+	t.Helper()
+	for range 20 {
+		if !busy() {
+			t.Fatal(why)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// held reports whether l is busy or something holds c.
+func held(c *Clock, l net.Listener) func() bool {
+	return func() bool {
+		idle, _ := l.(Participant).Idle()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return !idle || c.busy > 0
+	}
+}
+
 // A connection taken from the accept queue and not yet registered is neither in the backlog
 // nor among the listener's connections: the clock must be held over that gap, or a request
 // written to it waits out a jump. The hook widens the gap to 100 ms of wall time.
 func TestAcceptHoldsTheClock(t *testing.T) {
 	c := newClock(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	vl := Listen(ln, c)
-	defer vl.Close()
-	inGap := make(chan struct{})
-	testHookAccepted = func() {
-		close(inGap)
-		time.Sleep(100 * time.Millisecond)
-	}
-	defer func() { testHookAccepted = nil }()
+	ln, vl := listenOnClock(t, c)
+	inGap := widenGap(t, &testHookAccepted)
 	accepted := make(chan net.Conn, 1)
 	go func() {
 		nc, err := vl.Accept()
@@ -142,29 +192,13 @@ func TestAcceptHoldsTheClock(t *testing.T) {
 			accepted <- nc
 		}
 	}()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	if _, err := nc.Write([]byte("GET / HTTP/1.1\r\n\r\n")); err != nil {
-		t.Fatal(err)
-	}
+	writeRequest(t, ln.Addr().String())
 	select {
 	case <-inGap:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the connection was not accepted")
 	}
-	for range 20 {
-		idle, _ := vl.(Participant).Idle()
-		c.mu.Lock()
-		busy := c.busy
-		c.mu.Unlock()
-		if idle && busy == 0 {
-			t.Fatal("between accept and registration the listener is idle and nothing holds the clock")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	staysBusy(t, "between accept and registration the listener is idle and nothing holds the clock", held(c, vl))
 	sc := <-accepted
 	defer sc.Close()
 	if idle, _ := vl.(Participant).Idle(); idle {
@@ -179,19 +213,8 @@ func TestAcceptHoldsTheClock(t *testing.T) {
 // late, past the server's death). The hook widens the gap to 100 ms of wall time.
 func TestReadIsCoveredBeforeItsHold(t *testing.T) {
 	c := newClock(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	vl := Listen(ln, c)
-	defer vl.Close()
-	inGap := make(chan struct{})
-	var once sync.Once
-	testHookRead = func() {
-		once.Do(func() { close(inGap) })
-		time.Sleep(100 * time.Millisecond)
-	}
-	defer func() { testHookRead = nil }()
+	ln, vl := listenOnClock(t, c)
+	inGap := widenGap(t, &testHookRead)
 	read := make(chan error, 1)
 	go func() {
 		sc, err := vl.Accept()
@@ -203,14 +226,7 @@ func TestReadIsCoveredBeforeItsHold(t *testing.T) {
 		_, err = sc.Read(make([]byte, 64))
 		read <- err
 	}()
-	nc, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	if _, err := nc.Write([]byte("GET / HTTP/1.1\r\n\r\n")); err != nil {
-		t.Fatal(err)
-	}
+	writeRequest(t, ln.Addr().String())
 	select {
 	case <-inGap:
 	case err := <-read:
@@ -218,16 +234,7 @@ func TestReadIsCoveredBeforeItsHold(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the request was not read")
 	}
-	for range 20 {
-		idle, _ := vl.(Participant).Idle()
-		c.mu.Lock()
-		busy := c.busy
-		c.mu.Unlock()
-		if idle && busy == 0 {
-			t.Fatal("between a read and its hold the listener is idle and nothing holds the clock")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	staysBusy(t, "between a read and its hold the listener is idle and nothing holds the clock", held(c, vl))
 	if err := <-read; err != nil {
 		t.Fatal(err)
 	}
@@ -261,13 +268,7 @@ func TestOffClockReadIsCoveredBeforeItsHold(t *testing.T) {
 	if !ok {
 		t.Fatalf("a connection to a listener off the clock is a %T", nc)
 	}
-	inGap := make(chan struct{})
-	var once sync.Once
-	testHookRead = func() {
-		once.Do(func() { close(inGap) })
-		time.Sleep(100 * time.Millisecond)
-	}
-	defer func() { testHookRead = nil }()
+	inGap := widenGap(t, &testHookRead)
 	read := make(chan error, 1)
 	go func() {
 		_, err := nc.Read(make([]byte, 64))
@@ -280,12 +281,10 @@ func TestOffClockReadIsCoveredBeforeItsHold(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the answer was not read")
 	}
-	for range 20 {
-		if idle, _ := o.Idle(); idle {
-			t.Fatal("between a read and its hold the connection is idle")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	staysBusy(t, "between a read and its hold the connection is idle", func() bool {
+		idle, _ := o.Idle()
+		return !idle
+	})
 	if err := <-read; err != nil {
 		t.Fatal(err)
 	}
