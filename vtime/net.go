@@ -246,12 +246,17 @@ type serverConn struct {
 func (k *serverConn) lookLocked() (uncovered, unacked bool) {
 	w := k.writes.Load() // before the kernel is asked: a later write is asked about next time
 	info, full := tcpInfo(k.Conn)
+	return receivedBeyond(k.Conn, info, full, &k.taken), k.unackedLocked(w, info)
+}
+
+// receivedBeyond reports whether nc received more bytes than taken counts as read under a
+// hold, from its TCP_INFO (full: the kernel filled in Bytes_received). A kernel before 4.1
+// counts no bytes: what waits unread is then all it can tell.
+func receivedBeyond(nc net.Conn, info unix.TCPInfo, full bool, taken *atomic.Uint64) bool {
 	if full {
-		uncovered = info.Bytes_received > k.taken.Load()
-	} else { // a kernel before 4.1 counts no bytes: what waits unread is what it can tell
-		uncovered = unread(k.Conn) > 0
+		return info.Bytes_received > taken.Load()
 	}
-	return uncovered, k.unackedLocked(w, info)
+	return unread(nc) > 0
 }
 
 func (k *serverConn) Write(p []byte) (int, error) {
@@ -394,16 +399,16 @@ func (o *offClockConn) Read(p []byte) (int, error) {
 	if n > 0 || err != nil {
 		o.t.holdUntilBusy() // what was read is on its way to the task
 	}
-	o.taken.Add(uint64(max(n, 0)))
+	if n > 0 {
+		o.taken.Add(uint64(n))
+	}
 	return n, err
 }
 
 // Idle implements Participant: busy while an answer waits unread or was read before its hold.
 func (o *offClockConn) Idle() (bool, time.Time) {
-	if info, full := tcpInfo(o.Conn); full {
-		return info.Bytes_received <= o.taken.Load(), time.Time{}
-	}
-	return unread(o.Conn) == 0, time.Time{}
+	info, full := tcpInfo(o.Conn)
+	return !receivedBeyond(o.Conn, info, full, &o.taken), time.Time{}
 }
 
 func (o *offClockConn) exactIdle() {}
