@@ -319,7 +319,10 @@ func TestBacklogHoldsTheTracee(t *testing.T) {
 	bin := build(t, "sleeper")
 	var queued sync.Mutex // held: the backlog holds packets
 	queued.Lock()
+	asked := make(chan struct{}) // closed once Idle found all else idle and asked
+	var once sync.Once
 	backlogged = func() bool {
+		once.Do(func() { close(asked) })
 		if queued.TryLock() {
 			queued.Unlock()
 			return false
@@ -335,7 +338,14 @@ func TestBacklogHoldsTheTracee(t *testing.T) {
 		lines, _, _ := trace(t, c, bin, "1", "300s")
 		done <- lines
 	}()
-	time.Sleep(500 * time.Millisecond) // the sleeper starts and sleeps in well under that
+	select {
+	case <-asked:
+	case lines := <-done:
+		t.Fatalf("the clock moved past the 300 s sleep without asking about the backlog: %q", lines)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the tracee never slept with nothing else to wait for")
+	}
+	time.Sleep(100 * time.Millisecond) // driver looks, each of which would jump without the check
 	if moved := c.Now().Sub(epoch); moved >= time.Minute {
 		t.Errorf("the clock moved %v while the backlog held packets", moved)
 	}
