@@ -105,8 +105,9 @@ func (t *Tracee) Idle() (bool, time.Time) {
 // backlogged is vtime.Backlogged; tests replace it. A Go program's connect or write to a
 // loopback peer returns before the kernel has delivered it when a loaded host defers that
 // work to ksoftirqd; its threads then sleep in epoll, and the handshake, the refusal (RST) or
-// the request waits in a CPU's backlog where no one sees it: a dial's 1 s timeout fired first
-// (llmwait's launch ended 1 s late beside two CPU hogs). Unlike the LD_PRELOAD library, the
+// the request waits in a CPU's backlog where no one sees it, and a dial's timeout can fire
+// first (most likely why llmwait's launch once ended 1 s late beside two CPU hogs: its check
+// that nothing accepts on the port dials with a 1 s timeout). Unlike the LD_PRELOAD library, the
 // tracer does not stop at those calls, so the tracee is busy while any backlog holds packets.
 var backlogged = vtime.Backlogged
 
