@@ -28,6 +28,14 @@ func (f *fakeProc) Status() ExitStatus    { return f.st }
 // returned with the clock time it returned at.
 func drive(t *testing.T, clk *clockwork.FakeClock, spec Spec, during func(now time.Duration)) (Report, error, time.Duration) {
 	t.Helper()
+	return driveSettled(t, clk, spec, 0, during)
+}
+
+// driveSettled is drive that, with idle > 0, advances the clock only once exactly idle timers
+// wait on it (Wait between probes, none in flight): a probe then costs no fake time however
+// slowly the machine answers it, and a claim time does not drift with the load.
+func driveSettled(t *testing.T, clk *clockwork.FakeClock, spec Spec, idle int, during func(now time.Duration)) (Report, error, time.Duration) {
+	t.Helper()
 	type res struct {
 		r   Report
 		err error
@@ -46,6 +54,14 @@ func drive(t *testing.T, clk *clockwork.FakeClock, spec Spec, during func(now ti
 		}
 		if during != nil {
 			during(clk.Since(t0))
+		}
+		if idle > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			err := clk.BlockUntilContext(ctx, idle)
+			cancel()
+			if err != nil {
+				continue // Wait may have returned; otherwise the limit ends the loop
+			}
 		}
 		clk.Advance(50 * time.Millisecond)
 		time.Sleep(300 * time.Microsecond)
@@ -66,8 +82,8 @@ func TestWaitReadyAfterWarmup(t *testing.T) {
 	defer srv.Close()
 	clk := clockwork.NewFakeClockAt(t0)
 	var events []Progress
-	rep, err, when := drive(t, clk, Spec{Endpoint: srv.URL, Clock: clk, Interval: time.Second,
-		Observe: func(p Progress) { events = append(events, p) }},
+	rep, err, when := driveSettled(t, clk, Spec{Endpoint: srv.URL, Clock: clk, Interval: time.Second,
+		Observe: func(p Progress) { events = append(events, p) }}, 1,
 		func(now time.Duration) {
 			if now >= 10*time.Second {
 				up.Store(true)
