@@ -230,10 +230,6 @@ type serverConn struct {
 	release  func() // bytes read, no handler yet
 	flushing func() // answered, not yet back to reading
 
-	// writes counts the writes that sent bytes; acked is writes when the connection was last
-	// seen with nothing unacknowledged (l.mu), so Idle asks the kernel only after a write.
-	writes atomic.Uint64
-	acked  uint64
 	// taken counts the bytes Read returned, each once a hold covered it. The kernel counts
 	// what it received (tcpi_bytes_received); more than taken is a request unread, or read
 	// by a goroutine the scheduler stopped before it took its hold: on a loaded host a read's
@@ -242,11 +238,10 @@ type serverConn struct {
 }
 
 // lookLocked reports whether k received bytes that no hold covers (uncovered) and whether
-// bytes it sent may be unacknowledged; l.mu is held. One TCP_INFO answers both.
+// bytes it sent are unacknowledged; l.mu is held. One TCP_INFO answers both.
 func (k *serverConn) lookLocked() (uncovered, unacked bool) {
-	w := k.writes.Load() // before the kernel is asked: a later write is asked about next time
 	info, full := tcpInfo(k.Conn)
-	return receivedBeyond(k.Conn, info, full, &k.taken), k.unackedLocked(w, info)
+	return receivedBeyond(k.Conn, info, full, &k.taken), info.Unacked > 0
 }
 
 // receivedBeyond reports whether nc received more bytes than taken counts as read under a
@@ -257,27 +252,6 @@ func receivedBeyond(nc net.Conn, info unix.TCPInfo, full bool, taken *atomic.Uin
 		return info.Bytes_received > taken.Load()
 	}
 	return unread(nc) > 0
-}
-
-func (k *serverConn) Write(p []byte) (int, error) {
-	n, err := k.Conn.Write(p)
-	if n > 0 {
-		k.writes.Add(1)
-	}
-	return n, err
-}
-
-// unackedLocked reports whether bytes k sent may be unacknowledged, given its writes counted
-// before info was read; l.mu is held.
-func (k *serverConn) unackedLocked(w uint64, info unix.TCPInfo) bool {
-	if w == k.acked {
-		return false
-	}
-	if info.Unacked > 0 {
-		return true
-	}
-	k.acked = w
-	return false
 }
 
 func (k *serverConn) Read(p []byte) (int, error) {
