@@ -104,8 +104,17 @@ time.sleep(60)`)
 	}
 
 	// A thread that spins beside one that sleeps: the watch finds it, and then looks at it first.
+	// The sleeper needs the GIL once more after it says it started, so while it starts it can
+	// run and the spinner wait: the looks are spread over 100 ms, and the last must find the
+	// spinner first.
 	spin := start(t, py, "-c", `import threading, time
-threading.Thread(target=lambda: time.sleep(60), daemon=True).start()
+started = threading.Event()
+def sleeper():
+    started.set()
+    time.sleep(60)
+threading.Thread(target=sleeper, daemon=True).start()
+started.wait()
+time.sleep(0.05)
 print('ready', flush=True)
 while True: pass`)
 	sw := newProcWatch(spin.Process.Pid)
@@ -115,11 +124,12 @@ while True: pass`)
 		if sw.busy() {
 			busy++
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	if busy < 15 {
 		t.Fatalf("a process that never sleeps was busy in %d of 20 looks", busy)
 	}
-	if sw.hot != spin.Process.Pid {
+	if !sw.busy() || sw.hot != spin.Process.Pid {
 		t.Fatalf("the watch looks first at thread %d, not at the spinning main thread %d", sw.hot, spin.Process.Pid)
 	}
 	_ = spin.Process.Kill()
