@@ -84,8 +84,8 @@ func Started(ctx context.Context) {
 
 // Answered tells the clock that the handler serving ctx's request has answered: a client task
 // on the other end is busy from now on (its answer is on its way), and the connection holds
-// the clock until net/http has written the whole answer and reads again, so a client that is
-// a process (curl) has it before time moves.
+// the clock until net/http has written the whole answer (ConnState idle or closed), so a
+// client that is a process (curl) has it before time moves.
 func Answered(ctx context.Context) {
 	if k, ok := ctx.Value(connKey{}).(*serverConn); ok {
 		k.mu.Lock()
@@ -228,7 +228,7 @@ type serverConn struct {
 
 	mu       sync.Mutex
 	release  func() // bytes read, no handler yet
-	flushing func() // answered, not yet back to reading
+	flushing func() // answered, not yet written
 
 	// taken counts the bytes Read returned, each once a hold covered it. The kernel counts
 	// what it received (tcpi_bytes_received); more than taken is a request unread, or read
@@ -254,8 +254,12 @@ func receivedBeyond(nc net.Conn, info unix.TCPInfo, full bool, taken *atomic.Uin
 	return unread(nc) > 0
 }
 
+// Read does not end Answered's hold: net/http's background read (started before the handler,
+// to notice a client that goes away) may make its first call only after the handler answered,
+// while the answer is still unwritten; that call ended the hold, and on a loaded host the clock
+// jumped a curl's 200 ms poll before the answer was sent. ConnState's idle, closed or hijacked
+// (after net/http wrote the answer) or Close ends it.
 func (k *serverConn) Read(p []byte) (int, error) {
-	k.flushed()
 	n, err := k.Conn.Read(p)
 	if n > 0 {
 		if testHookRead != nil {
@@ -284,8 +288,7 @@ func (k *serverConn) handed() {
 	}
 }
 
-// flushed ends the hold Answered took: net/http reads again (or the connection ends) only
-// once the answer is written.
+// flushed ends the hold Answered took, once net/http has written the answer (see Read).
 func (k *serverConn) flushed() {
 	k.mu.Lock()
 	f := k.flushing

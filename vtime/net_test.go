@@ -240,6 +240,38 @@ func TestReadIsCoveredBeforeItsHold(t *testing.T) {
 	}
 }
 
+// net/http's background read may make its first call after the handler answered and before
+// the answer is written: that read must not end the answer's hold.
+func TestBackgroundReadKeepsTheAnswerHeld(t *testing.T) {
+	c := newClock(t)
+	ln, vl := listenOnClock(t, c)
+	writeRequest(t, ln.Addr().String())
+	nc, err := vl.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	k := nc.(*serverConn)
+	if _, err := k.Read(make([]byte, 64)); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.WithValue(context.Background(), connKey{}, k)
+	Started(ctx)
+	Answered(ctx)
+	background := make(chan error, 1)
+	go func() {
+		_, err := k.Read(make([]byte, 1)) // blocks: the client sends nothing more
+		background <- err
+	}()
+	staysBusy(t, "a read that began after Answered ended its hold before the answer was written", held(c, vl))
+	k.flushed() // net/http wrote the answer: ConnState idle
+	if held(c, vl)() {
+		t.Fatal("the answer's hold outlived the write")
+	}
+	nc.Close()
+	<-background
+}
+
 // An answer from a server off the clock, read by a task's connection and not yet covered by
 // its hold, is in no queue either: the connection stays busy until the hold is taken.
 func TestOffClockReadIsCoveredBeforeItsHold(t *testing.T) {
