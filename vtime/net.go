@@ -255,10 +255,8 @@ func receivedBeyond(nc net.Conn, info unix.TCPInfo, full bool, taken *atomic.Uin
 }
 
 // Read does not end Answered's hold: net/http's background read (started before the handler,
-// to notice a client that goes away) may make its first call only after the handler answered,
-// while the answer is still unwritten; that call ended the hold, and on a loaded host the clock
-// jumped a curl's 200 ms poll before the answer was sent. ConnState's idle, closed or hijacked
-// (after net/http wrote the answer) or Close ends it.
+// to notice a client that goes away) may first call it after the handler answered, with the
+// answer still unwritten. ConnState's idle, closed or hijacked (after the write) or Close ends it.
 func (k *serverConn) Read(p []byte) (int, error) {
 	n, err := k.Conn.Read(p)
 	if n > 0 {
