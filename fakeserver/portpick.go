@@ -78,12 +78,10 @@ func (p *portSet) take() (*Reservation, error) {
 		if port < low || port >= high || p.used[port] || !p.lockPort(port, syscall.F_WRLCK) {
 			continue
 		}
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil { // a service of the machine has it
-			p.lockPort(port, syscall.F_UNLCK)
+		if _, err := bindTest(net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err != nil {
+			p.lockPort(port, syscall.F_UNLCK) // a service of the machine has it
 			continue
 		}
-		ln.Close()
 		p.used[port] = true
 		return &Reservation{port: port}, nil
 	}
@@ -129,10 +127,25 @@ func (r *Reservation) Release() { r.once.Do(func() { hostPorts.give(r.port) }) }
 // loopback. Another process could take it before the server binds; Errno 98 is then the
 // honest outcome, as with real SGLang.
 func freePort(host string) (int, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(dialHost(host), "0"))
+	port, err := bindTest(net.JoinHostPort(dialHost(host), "0"))
 	if err != nil {
 		return 0, fmt.Errorf("fakeserver: cannot reserve a port on %s: %w", host, err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	return port, nil
+}
+
+// bindTest binds addr, closes it at once and reports the port. It holds syscall.ForkLock
+// meanwhile: a child forked while the socket is open holds the socket until its exec, so a
+// bind soon after the close (a stale holder binds at launch) would fail with EADDRINUSE
+// whenever another goroutine of this process was starting a tool at that moment (1 in 60
+// binds with four goroutines forking).
+func bindTest(addr string) (int, error) {
+	syscall.ForkLock.RLock()
+	defer syscall.ForkLock.RUnlock()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return 0, err
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	return port, ln.Close()
 }

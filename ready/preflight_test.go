@@ -4,9 +4,11 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/incident-replay/incident-replay/gpu"
@@ -145,6 +147,46 @@ func TestPreflightSkipPort(t *testing.T) {
 	}
 	if !slices.ContainsFunc(fs, func(f Finding) bool { return f.Check == CheckModelPath }) {
 		t.Errorf("SkipPort dropped the other checks: %v", fs)
+	}
+}
+
+// The launch follows the port check at once, while a program that embeds the library may be
+// starting other processes: a child forked while the check's socket was open held it until
+// its exec, and the server's bind failed with EADDRINUSE.
+func TestPortCheckLeavesThePortFree(t *testing.T) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+					_ = exec.Command("/bin/true").Run()
+				}
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	failed, n := 0, 0
+	for range 1000 {
+		port, _ := strconv.Atoi(freePort(t))
+		if fs := portFindings("127.0.0.1", port, "/proc"); len(fs) != 0 {
+			continue // a child still holds freePort's own socket, which this race is about
+		}
+		n++
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			failed++
+			continue
+		}
+		l.Close()
+	}
+	if failed > 0 {
+		t.Fatalf("%d of %d binds right after a clean port check failed", failed, n)
 	}
 }
 
