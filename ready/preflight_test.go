@@ -4,14 +4,13 @@ import (
 	"context"
 	"net"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/incident-replay/incident-replay/gpu"
+	"github.com/incident-replay/incident-replay/internal/forking"
 	"github.com/incident-replay/incident-replay/sglang"
 )
 
@@ -154,23 +153,7 @@ func TestPreflightSkipPort(t *testing.T) {
 // starting other processes: a child forked while the check's socket was open held it until
 // its exec, and the server's bind failed with EADDRINUSE.
 func TestPortCheckLeavesThePortFree(t *testing.T) {
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-					_ = exec.Command("/bin/true").Run()
-				}
-			}
-		}()
-	}
-	defer func() { close(stop); wg.Wait() }()
+	forking.Start(t, 4)
 	failed, n := 0, 0
 	for range 1000 {
 		port, _ := strconv.Atoi(freePort(t))
