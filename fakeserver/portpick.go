@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/incident-replay/incident-replay/internal/bindtest"
 )
 
 // A server binds its port only when its timeline says so, minutes in, but its URL is known
@@ -78,7 +80,7 @@ func (p *portSet) take() (*Reservation, error) {
 		if port < low || port >= high || p.used[port] || !p.lockPort(port, syscall.F_WRLCK) {
 			continue
 		}
-		if _, err := bindTest(net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err != nil {
+		if _, err := bindtest.Free(net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err != nil {
 			p.lockPort(port, syscall.F_UNLCK) // a service of the machine has it
 			continue
 		}
@@ -127,26 +129,9 @@ func (r *Reservation) Release() { r.once.Do(func() { hostPorts.give(r.port) }) }
 // loopback. Another process could take it before the server binds; Errno 98 is then the
 // honest outcome, as with real SGLang.
 func freePort(host string) (int, error) {
-	port, err := bindTest(net.JoinHostPort(dialHost(host), "0"))
+	port, err := bindtest.Free(net.JoinHostPort(dialHost(host), "0"))
 	if err != nil {
 		return 0, fmt.Errorf("fakeserver: cannot reserve a port on %s: %w", host, err)
 	}
-	return port, nil
-}
-
-// bindTest binds addr, closes it at once and reports the port. It holds syscall.ForkLock
-// meanwhile: a child forked while the socket is open holds the socket until its exec, so a
-// bind soon after the close (a stale holder binds at launch) would fail with EADDRINUSE
-// whenever another goroutine of this process was starting a tool at that moment (1 to 2
-// binds in 100 beside four goroutines that fork).
-func bindTest(addr string) (int, error) {
-	syscall.ForkLock.RLock()
-	defer syscall.ForkLock.RUnlock()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return 0, err
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
 	return port, nil
 }

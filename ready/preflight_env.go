@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/incident-replay/incident-replay/internal/bindtest"
 )
 
 // portFindings bind-tests the port on both loopbacks (and the server's own bind address): a
@@ -20,7 +22,7 @@ func portFindings(host string, port int, procRoot string) []Finding {
 	}
 	var out []Finding
 	for _, a := range addrs {
-		err := bindTest(net.JoinHostPort(a, strconv.Itoa(port)))
+		_, err := bindtest.Free(net.JoinHostPort(a, strconv.Itoa(port)))
 		if err == nil {
 			continue
 		}
@@ -44,20 +46,6 @@ func portFindings(host string, port int, procRoot string) []Finding {
 		break // one finding names the owner; more addresses add nothing
 	}
 	return out
-}
-
-// bindTest binds addr and closes it at once, holding syscall.ForkLock meanwhile: a child
-// that another goroutine forks while the socket is open holds it until its exec, and the
-// server launched after the check would then die with Errno 98.
-func bindTest(addr string) error {
-	syscall.ForkLock.RLock()
-	defer syscall.ForkLock.RUnlock()
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	l.Close()
-	return nil
 }
 
 // mustBypass are the names SGLang's own warmup and clients use for a local server (the warmup
