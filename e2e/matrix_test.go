@@ -142,8 +142,9 @@ var _ = Describe("founding loop 1 on the hicache-300 host OOM, on virtual time",
 	}, NodeTimeout(2*time.Minute))
 })
 
-// Serial: 16 containers at once beside another process's container specs overload the
-// daemon on 2 cores (stops time out); alone, on virtual time, its verdicts do not depend on it.
+// Serial: the launcher bounds its own containers (harness.Container.MaxInFlight), but not
+// another process's container specs beside it, which overload the daemon on 2 cores (stops
+// time out); alone, on virtual time, its verdicts do not depend on it.
 var _ = Describe("scenario x tool matrix in containers", Serial, Ordered, ContinueOnFailure, Label("container"), func() {
 	all, loadErr := scenarios.Catalogue()
 	var results map[pairKey]harness.Result
@@ -152,8 +153,9 @@ var _ = Describe("scenario x tool matrix in containers", Serial, Ordered, Contin
 		Expect(len(all)).To(BeNumerically(">=", 24), "the container matrix covers at least 24 scenarios")
 		launcher := harness.Container{Image: imageTag(), Dir: GinkgoT().TempDir()}
 		results = runMatrix(ctx, all, launcher, 16)
-		// 1m51s-2m17s idle and 4m43s-4m46s beside two busy-loop CPU hogs, once over 10
-		// minutes (the Docker daemon itself stalled then: docker ps took minutes).
+		// 1m51s-2m37s idle. Beside two busy-loop CPU hogs 4m43s-4m46s, and over 10 and 16
+		// minutes with every Go pair's container at once (the Docker daemon stalled: docker
+		// ps took minutes, and stops timed out); 5m12s with the launcher's bound.
 	}, NodeTimeout(20*time.Minute))
 
 	DescribeTable("verdict", func(scenario, tool string, want harness.Verdict) {

@@ -54,6 +54,9 @@ func (m Matrix) RunPairs(ctx context.Context, pairs []Pair) []Result {
 	par, goPar := m.parallel(len(goJobs))
 	f := &feeder{m: m, total: len(shell) + len(goJobs), start: time.Now()}
 	f.results = make([]Result, f.total)
+	if b, ok := m.Runner.Launcher.(bounded); ok && b.MaxInFlight() > 0 {
+		f.servers = make(chan struct{}, b.MaxInFlight())
+	}
 	// One feeder per pool, so a full shell pool never holds back the Go pairs.
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -61,6 +64,13 @@ func (m Matrix) RunPairs(ctx context.Context, pairs []Pair) []Result {
 	go func() { defer wg.Done(); f.feed(ctx, goJobs, goPar) }()
 	wg.Wait()
 	return f.results
+}
+
+// bounded is a Launcher whose servers share one service that slows down past some number of
+// them at once (the Docker daemon and a shim per container): the matrix runs at most
+// MaxInFlight pairs on it, shell and Go pairs together.
+type bounded interface {
+	MaxInFlight() int
 }
 
 // pairJob is one pair to run: its place in the results and its expected wall time.
@@ -114,6 +124,10 @@ type feeder struct {
 	total int
 	start time.Time
 
+	// servers bounds the pairs in flight across both pools when the launcher is bounded;
+	// nil otherwise.
+	servers chan struct{}
+
 	mu      sync.Mutex
 	results []Result
 	done    int
@@ -139,7 +153,10 @@ func (f *feeder) feed(ctx context.Context, jobs []pairJob, limit int) {
 		go func(j pairJob) {
 			defer pool.Done()
 			defer func() { <-sem }()
-			r := f.m.Runner.Run(ctx, j.c, j.t)
+			r, ok := f.run(ctx, j)
+			if !ok {
+				r = Result{Scenario: j.c.Name, Tool: j.t.Name, Err: ctx.Err(), MustPass: j.t.MustPass}
+			}
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.results[j.i] = r
@@ -149,6 +166,19 @@ func (f *feeder) feed(ctx context.Context, jobs []pairJob, limit int) {
 			}
 		}(j)
 	}
+}
+
+// run runs j once the launcher has room for its server; ok is false when ctx ended first.
+func (f *feeder) run(ctx context.Context, j pairJob) (r Result, ok bool) {
+	if f.servers != nil {
+		select {
+		case f.servers <- struct{}{}:
+		case <-ctx.Done():
+			return Result{}, false
+		}
+		defer func() { <-f.servers }()
+	}
+	return f.m.Runner.Run(ctx, j.c, j.t), true
 }
 
 // expectedWall estimates a pair's scenario-time run length, to start the longest first. A
