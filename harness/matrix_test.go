@@ -5,25 +5,11 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/incident-replay/incident-replay/scenarios"
 )
 
 // The matrix starts the longest pairs first; a count-bound loop against a server that answers
 // slowly (or not at all, once dead with its port kept) runs far past its budget.
 func TestExpectedWallOrdersSlowAnswersFirst(t *testing.T) {
-	caseOf := func(name string) Case {
-		t.Helper()
-		s, err := scenarios.Lookup(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := NewCase(s, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
 	// founding-loop-1 probes every 5 s with a 700 s budget: its limit is 1.5 x 700 s = 1050 s
 	// plus a fifth of that, 21 m, on every scenario here (all are shorter). tc-http is a Go
 	// tool with a 15 m budget: 15 m + 3 m.
@@ -42,7 +28,7 @@ func TestExpectedWallOrdersSlowAnswersFirst(t *testing.T) {
 			"a Go tool runs on the run's clock, so its estimate is its limit"},
 	}
 	for _, tc := range tests {
-		c, tool := caseOf(tc.scenario), builtin(t, tc.tool)
+		c, tool := catalogueCase(t, tc.scenario), builtin(t, tc.tool)
 		if got := Limit(c, tool); got != tc.limit {
 			t.Errorf("%s x %s: limit %v, want %v", tc.scenario, tc.tool, got, tc.limit)
 		}
@@ -101,15 +87,7 @@ func (t *countedTarget) Stop(ctx context.Context) error {
 func TestMatrixKeepsABoundedLauncherWithinItsBound(t *testing.T) {
 	var cases []Case
 	for _, name := range []string{"s0-happy-era-a", "s1-empty-200", "s4-crash-during-load", "s19-auth"} {
-		s, err := scenarios.Lookup(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := NewCase(s, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cases = append(cases, c)
+		cases = append(cases, catalogueCase(t, name))
 	}
 	tools, err := SelectTools(Builtins(), []string{"curl-strict", "k8s-kserve", "llmwait"})
 	if err != nil {
