@@ -153,9 +153,9 @@ var _ = Describe("scenario x tool matrix in containers", Serial, Ordered, Contin
 		Expect(len(all)).To(BeNumerically(">=", 24), "the container matrix covers at least 24 scenarios")
 		launcher := harness.Container{Image: imageTag(), Dir: GinkgoT().TempDir()}
 		results = runMatrix(ctx, all, launcher, 16)
-		// 1m51s-2m37s idle. Beside two busy-loop CPU hogs 4m43s-4m46s, and over 10 and 16
+		// 1m51s-2m28s idle. Beside two busy-loop CPU hogs 4m43s-4m46s, and over 10 and 16
 		// minutes with every Go pair's container at once (the Docker daemon stalled: docker
-		// ps took minutes, and stops timed out); 5m12s with the launcher's bound.
+		// ps took minutes, and stops timed out); 4m36s with the launcher's bound.
 	}, NodeTimeout(20*time.Minute))
 
 	DescribeTable("verdict", func(scenario, tool string, want harness.Verdict) {

@@ -81,6 +81,11 @@ type pairJob struct {
 	cost time.Duration
 }
 
+// unrun is the result of j when it could not start: err says why.
+func (j pairJob) unrun(err error) Result {
+	return Result{Scenario: j.c.Name, Tool: j.t.Name, Err: err, MustPass: j.t.MustPass}
+}
+
 // plan splits the pairs into shell and Go jobs, each longest first.
 func (m Matrix) plan(pairs []Pair) (shell, goJobs []pairJob) {
 	for i, p := range pairs {
@@ -145,7 +150,7 @@ func (f *feeder) feed(ctx context.Context, jobs []pairJob, limit int) {
 		}
 		if ctx.Err() != nil {
 			f.mu.Lock()
-			f.results[j.i] = Result{Scenario: j.c.Name, Tool: j.t.Name, Err: ctx.Err(), MustPass: j.t.MustPass}
+			f.results[j.i] = j.unrun(ctx.Err())
 			f.mu.Unlock()
 			continue
 		}
@@ -153,10 +158,7 @@ func (f *feeder) feed(ctx context.Context, jobs []pairJob, limit int) {
 		go func(j pairJob) {
 			defer pool.Done()
 			defer func() { <-sem }()
-			r, ok := f.run(ctx, j)
-			if !ok {
-				r = Result{Scenario: j.c.Name, Tool: j.t.Name, Err: ctx.Err(), MustPass: j.t.MustPass}
-			}
+			r := f.run(ctx, j)
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.results[j.i] = r
@@ -168,17 +170,17 @@ func (f *feeder) feed(ctx context.Context, jobs []pairJob, limit int) {
 	}
 }
 
-// run runs j once the launcher has room for its server; ok is false when ctx ended first.
-func (f *feeder) run(ctx context.Context, j pairJob) (r Result, ok bool) {
+// run runs j once the launcher has room for its server.
+func (f *feeder) run(ctx context.Context, j pairJob) Result {
 	if f.servers != nil {
 		select {
 		case f.servers <- struct{}{}:
 		case <-ctx.Done():
-			return Result{}, false
+			return j.unrun(ctx.Err())
 		}
 		defer func() { <-f.servers }()
 	}
-	return f.m.Runner.Run(ctx, j.c, j.t), true
+	return f.m.Runner.Run(ctx, j.c, j.t)
 }
 
 // expectedWall estimates a pair's scenario-time run length, to start the longest first. A
