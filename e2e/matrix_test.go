@@ -142,7 +142,7 @@ var _ = Describe("founding loop 1 on the hicache-300 host OOM, on virtual time",
 	}, NodeTimeout(2*time.Minute))
 })
 
-// Serial: the launcher bounds its own containers (harness.Container.MaxInFlight), but not
+// Serial: the launcher bounds the containers of its own process (4 per core), but not
 // another process's container specs beside it, which overload the daemon on 2 cores (stops
 // time out); alone, on virtual time, its verdicts do not depend on it.
 var _ = Describe("scenario x tool matrix in containers", Serial, Ordered, ContinueOnFailure, Label("container"), func() {

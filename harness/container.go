@@ -31,13 +31,27 @@ type Container struct {
 // Name implements Launcher.
 func (Container) Name() string { return "container" }
 
-// MaxInFlight bounds the containers a matrix runs at once: 4 per core. The Docker daemon's
-// shims answer late when many start and stop beside other load. On 2 cores beside two
-// busy-loop CPU hogs, a 264-pair matrix with every Go pair's container at once (up to 148)
-// took 16 minutes and lost 47 cells to stops unanswered after 2.5 minutes; 16 at once took
-// 8m48s and 8 at once 5m12s, with no cell lost. Idle, the bound costs nothing (2m37s at 8
-// against 2m47s unbounded).
-func (Container) MaxInFlight() int { return 4 * runtime.NumCPU() }
+// daemonSlots bounds the containers this process runs at once, every Container launcher and
+// caller together: 4 per core. They share one Docker daemon, whose shims answer late when many
+// start and stop beside other load. On 2 cores beside two busy-loop CPU hogs, a 264-pair
+// matrix with every Go pair's container at once (up to 148) took 16 minutes and lost 47 cells
+// to stops unanswered after 2.5 minutes; 16 at once took 8m48s and 8 at once 5m12s, with no
+// cell lost. Idle, the bound costs nothing (2m37s at 8 against 2m47s unbounded).
+var daemonSlots = make(slots, 4*runtime.NumCPU())
+
+// slots is a counting semaphore.
+type slots chan struct{}
+
+// take waits until a slot is free or ctx ends; the release it returns gives the slot back,
+// once however often it is called.
+func (s slots) take(ctx context.Context) (release func(), err error) {
+	select {
+	case s <- struct{}{}:
+		return sync.OnceFunc(func() { <-s }), nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
 
 // Published implements Launcher: docker-proxy holds the host port from the start, except on
 // virtual time, where the container shares the host's network and its server binds the port
@@ -48,7 +62,8 @@ func (Container) Published(speed float64) bool { return speed != Virtual }
 // ~2 s late on a busy 2-core host.
 func (Container) Overhead() time.Duration { return 2 * time.Second }
 
-// Launch implements Launcher. The container's clock starts when fakesglang starts, after
+// Launch implements Launcher. It first waits for one of the daemon's slots (daemonSlots), which
+// the target's Stop gives back. The container's clock starts when fakesglang starts, after
 // Docker's start-up, on a wall instant the harness cannot see; the harness clock is aligned
 // to it from the journal's (wall, at) pairs, and ServerTime maps claims onto the container's
 // clock once the whole journal is in (see ClockOrigin).
@@ -59,8 +74,13 @@ func (l Container) Launch(ctx context.Context, c Case, speed float64) (Target, e
 	if c.Scenario == nil {
 		return nil, fmt.Errorf("case %s has no scenario file for the container", c.Name)
 	}
+	release, err := daemonSlots.take(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("container launcher: waiting for one of the %d containers this process runs at once: %w", cap(daemonSlots), err)
+	}
 	dir, err := os.MkdirTemp(l.Dir, "ir-"+c.Name+"-")
 	if err != nil {
+		release()
 		return nil, err
 	}
 	// fakesglang writes its log and journal straight into dir (a bind mount): Docker's log
@@ -69,9 +89,10 @@ func (l Container) Launch(ctx context.Context, c Case, speed float64) (Target, e
 	source, err := scenarioSource(c, dir)
 	if err != nil {
 		os.RemoveAll(dir)
+		release()
 		return nil, fmt.Errorf("container launcher: %w", err)
 	}
-	t := &ctrTarget{dir: dir, log: logPath, speed: speed, done: make(chan struct{})}
+	t := &ctrTarget{dir: dir, log: logPath, speed: speed, done: make(chan struct{}), release: release}
 	opts := []testcontainers.ContainerCustomizer{fakeserver.WithScenario(source), fakeserver.WithSeed(c.seed()), fakeserver.WithHostDir(dir)}
 	if speed == Virtual {
 		// The container's clock follows this one; time starts once the tool runs.
@@ -176,6 +197,7 @@ type ctrTarget struct {
 	log       string
 
 	stopWatch context.CancelFunc
+	release   func() // gives the daemon slot back
 
 	exits exitNotice
 
@@ -321,22 +343,24 @@ func (t *ctrTarget) ServerTime(at time.Time, recs []fakeserver.Record) time.Time
 }
 
 // Stop removes the container (its Wait then returns an error and watch ends; if removing
-// fails, watch is told to end) and the files.
+// fails, watch is told to end) and the files, and gives the daemon slot back.
 func (t *ctrTarget) Stop(ctx context.Context) error {
 	t.ToolStarted()
 	var err error
 	if t.ctr != nil {
 		err = t.ctr.Stop(ctx)
 		if err != nil && (errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline exceeded")) {
-			// A daemon busy with a whole matrix's containers (every Go-tool pair runs at
-			// once) can take longer than one stop's deadline: the run is scored, so try once
-			// more with time to spare rather than lose the cell.
+			// A busy daemon can take longer than one stop's deadline: the run is scored, so
+			// try once more with time to spare rather than lose the cell.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 			if err = t.ctr.Stop(rctx); fakeserver.IsGone(err) {
 				err = nil
 			}
 			cancel()
 		}
+	}
+	if t.release != nil {
+		t.release()
 	}
 	if t.stopWatch != nil {
 		t.stopWatch()

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -53,5 +55,39 @@ func TestServerTimeMapsClaimsOntoTheContainerClock(t *testing.T) {
 	}
 	if got := tgt.ServerTime(time.Time{}, all); !got.IsZero() {
 		t.Errorf("zero claim mapped to %v", got)
+	}
+}
+
+// Containers share one Docker daemon: Launch waits for a free slot, whoever calls it, and a
+// target's Stop gives its slot back once.
+func TestContainerLaunchWaitsForADaemonSlot(t *testing.T) {
+	var held []func()
+	for range cap(daemonSlots) {
+		release, err := daemonSlots.take(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, release)
+	}
+	defer func() {
+		for _, release := range held {
+			release()
+		}
+	}()
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err := Container{Image: "incident-replay-unused", Dir: t.TempDir()}.Launch(ctx, catalogueCase(t, "s0-happy-era-a"), Virtual)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Launch with every slot taken: err %v, want it to wait until ctx ends", err)
+	}
+
+	tgt := &ctrTarget{release: held[0]}
+	for range 2 {
+		if err := tgt.Stop(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if free := cap(daemonSlots) - len(daemonSlots); free != 1 {
+		t.Errorf("%d slots free after one target stopped twice, want 1", free)
 	}
 }

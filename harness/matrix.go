@@ -18,7 +18,8 @@ type Matrix struct {
 	// time, so they are bounded by the cores.
 	Parallel int
 	// GoParallel bounds the Go pairs (models and llmwait's library) in flight; 0 runs them all
-	// at once. They sleep on the compressed clock almost all the time.
+	// at once. They sleep on the compressed clock almost all the time. A Container launcher
+	// bounds its own containers beside both.
 	GoParallel int
 	// Progress receives one line per finished pair; nil for none.
 	Progress io.Writer
@@ -54,9 +55,6 @@ func (m Matrix) RunPairs(ctx context.Context, pairs []Pair) []Result {
 	par, goPar := m.parallel(len(goJobs))
 	f := &feeder{m: m, total: len(shell) + len(goJobs), start: time.Now()}
 	f.results = make([]Result, f.total)
-	if b, ok := m.Runner.Launcher.(bounded); ok && b.MaxInFlight() > 0 {
-		f.servers = make(chan struct{}, b.MaxInFlight())
-	}
 	// One feeder per pool, so a full shell pool never holds back the Go pairs.
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -64,13 +62,6 @@ func (m Matrix) RunPairs(ctx context.Context, pairs []Pair) []Result {
 	go func() { defer wg.Done(); f.feed(ctx, goJobs, goPar) }()
 	wg.Wait()
 	return f.results
-}
-
-// bounded is a Launcher whose servers share one service that slows down past some number of
-// them at once (the Docker daemon and a shim per container): the matrix runs at most
-// MaxInFlight pairs on it, shell and Go pairs together.
-type bounded interface {
-	MaxInFlight() int
 }
 
 // pairJob is one pair to run: its place in the results and its expected wall time.
@@ -129,10 +120,6 @@ type feeder struct {
 	total int
 	start time.Time
 
-	// servers bounds the pairs in flight across both pools when the launcher is bounded;
-	// nil otherwise.
-	servers chan struct{}
-
 	mu      sync.Mutex
 	results []Result
 	done    int
@@ -158,7 +145,7 @@ func (f *feeder) feed(ctx context.Context, jobs []pairJob, limit int) {
 		go func(j pairJob) {
 			defer pool.Done()
 			defer func() { <-sem }()
-			r := f.run(ctx, j)
+			r := f.m.Runner.Run(ctx, j.c, j.t)
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			f.results[j.i] = r
@@ -168,19 +155,6 @@ func (f *feeder) feed(ctx context.Context, jobs []pairJob, limit int) {
 			}
 		}(j)
 	}
-}
-
-// run runs j once the launcher has room for its server.
-func (f *feeder) run(ctx context.Context, j pairJob) Result {
-	if f.servers != nil {
-		select {
-		case f.servers <- struct{}{}:
-		case <-ctx.Done():
-			return j.unrun(ctx.Err())
-		}
-		defer func() { <-f.servers }()
-	}
-	return f.m.Runner.Run(ctx, j.c, j.t)
 }
 
 // expectedWall estimates a pair's scenario-time run length, to start the longest first. A
