@@ -350,8 +350,8 @@ func (t *ctrTarget) Stop(ctx context.Context) error {
 	if t.ctr != nil {
 		err = t.ctr.Stop(ctx)
 		if err != nil && (errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "deadline exceeded")) {
-			// A busy daemon can take longer than one stop's deadline: the run is scored, so
-			// try once more with time to spare rather than lose the cell.
+			// A busy daemon can take longer than one stop's deadline: try once more with
+			// time to spare rather than leave the container to the sweep.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 			if err = t.ctr.Stop(rctx); fakeserver.IsGone(err) {
 				err = nil

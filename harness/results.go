@@ -68,6 +68,7 @@ type StoredResult struct {
 	Output        string              `json:"output,omitempty"`
 	Journal       []fakeserver.Record `json:"journal,omitempty"`
 	Err           string              `json:"error,omitempty"`
+	StopErr       string              `json:"stop_error,omitempty"`
 }
 
 // NewResults records a finished run: results[i] is the result of pairs[i], cases and tools
@@ -90,6 +91,9 @@ func NewResults(shard Shard, seed int64, card Scorecard, pairs []Pair, cases []C
 			Limit: r.Limit, Wall: r.Wall, Output: r.Output, Journal: r.Journal}
 		if r.Err != nil {
 			s.Err = r.Err.Error()
+		}
+		if r.StopErr != nil {
+			s.StopErr = r.StopErr.Error()
 		}
 		f.Results = append(f.Results, s)
 	}
@@ -203,6 +207,9 @@ func (s StoredResult) result() Result {
 		Predicted: s.Predicted, Requests: s.Requests, HealthLatency: s.HealthLatency, Limit: s.Limit, Wall: s.Wall, Output: s.Output, Journal: s.Journal}
 	if s.Err != "" {
 		r.Err = errors.New(s.Err)
+	}
+	if s.StopErr != "" {
+		r.StopErr = errors.New(s.StopErr)
 	}
 	return r
 }

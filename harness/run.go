@@ -51,6 +51,9 @@ type Result struct {
 	// Journal is the server's ground-truth record of the run (for pictures and reports).
 	Journal []fakeserver.Record
 	Err     error // the harness could not run the pair; Verdict is empty
+	// StopErr says the server could not be stopped once the run was scored (a Docker daemon
+	// that does not answer): the verdict stands, and a sweep by label removes what is left.
+	StopErr error
 }
 
 // Pass reports whether the run met its expectation (true when there is none).
@@ -194,8 +197,9 @@ func (r Runner) Run(ctx context.Context, c Case, t Tool) (res Result) {
 		return res
 	}
 	if cerr != nil {
-		res.Err = fmt.Errorf("stop %s: %w", c.Name, cerr)
-		return res
+		// The run is over and its journal read: what is left to remove does not change
+		// what the tool did, so the cell is scored.
+		res.StopErr = fmt.Errorf("stop %s (%s): %w", c.Name, launcher.Name(), cerr)
 	}
 	if st, ok := tgt.(serverTimer); ok {
 		claim.At = st.ServerTime(claim.At, journal)

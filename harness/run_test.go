@@ -2,8 +2,10 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -244,5 +246,65 @@ func TestScenarioPartEndsAtSigterm(t *testing.T) {
 		if len(part) != tc.wantLen || end != tc.wantEnd {
 			t.Errorf("%s: %d records up to %v, want %d up to %v", tc.name, len(part), end, tc.wantLen, tc.wantEnd)
 		}
+	}
+}
+
+// stuckLauncher runs servers in-process; their Stop removes the server and then fails, as a
+// container's does when the Docker daemon does not answer.
+type stuckLauncher struct{ InProcess }
+
+func (l stuckLauncher) Launch(ctx context.Context, c Case, speed float64) (Target, error) {
+	t, err := l.InProcess.Launch(ctx, c, speed)
+	if err != nil {
+		return nil, err
+	}
+	return stuckTarget{t}, nil
+}
+
+type stuckTarget struct{ Target }
+
+func (t stuckTarget) ToolStarted() { t.Target.(toolStarter).ToolStarted() }
+
+func (t stuckTarget) Stop(ctx context.Context) error {
+	if err := t.Target.Stop(ctx); err != nil {
+		return err
+	}
+	return context.DeadlineExceeded
+}
+
+// A server that cannot be stopped once its run is scored does not take the verdict with it:
+// the scorecard keeps the cell and lists the server apart.
+func TestRunKeepsTheVerdictOfAServerThatWouldNotStop(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	r := Runner{Launcher: stuckLauncher{InProcess{Dir: t.TempDir()}}, Speed: Virtual}.Run(ctx, happyCase(), builtin(t, "llmwait"))
+	if r.Err != nil || r.Verdict != ReadyOK {
+		t.Fatalf("verdict %q, err %v; want %s and no error", r.Verdict, r.Err, ReadyOK)
+	}
+	if !errors.Is(r.StopErr, context.DeadlineExceeded) {
+		t.Fatalf("StopErr %v, want the stop's deadline", r.StopErr)
+	}
+	card := Scorecard{Results: []Result{r}, Where: "inprocess"}
+	var table, md strings.Builder
+	if err := card.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if err := card.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct{ what, out, line string }{
+		{"table", table.String(), "  happy x llmwait: stop happy (inprocess): context deadline exceeded"},
+		{"markdown", md.String(), "- `happy` x `llmwait`: stop happy (inprocess): context deadline exceeded"},
+	} {
+		if !strings.Contains(f.out, " ok ") || !strings.Contains(f.out, unstoppedHead) || !strings.Contains(f.out, f.line) {
+			t.Errorf("%s does not show the verdict and the unstopped server:\n%s", f.what, f.out)
+		}
+	}
+	f, err := NewResults(Shard{I: 1, N: 1}, 1, card, []Pair{{Index: 0}}, []Case{happyCase()}, []Tool{builtin(t, "llmwait")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back := f.Results[0].result(); back.StopErr == nil || back.StopErr.Error() != r.StopErr.Error() {
+		t.Errorf("results file keeps StopErr %v, want %v", back.StopErr, r.StopErr)
 	}
 }

@@ -147,6 +147,20 @@ func (s Scorecard) Mismatches() []Result {
 	return out
 }
 
+// Unstopped lists the scored runs whose server could not be stopped afterwards.
+func (s Scorecard) Unstopped() []Result {
+	var out []Result
+	for _, r := range s.Results {
+		if r.StopErr != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// unstoppedHead heads the list of Unstopped runs.
+const unstoppedHead = "Servers not stopped after their run (the verdicts stand; a sweep by label removes them)"
+
 var shortVerdicts = map[Verdict]string{
 	ReadyOK: "ok", ReadyLate: "late", FalseReady: "FALSE", MissedReady: "MISSED",
 	FailedFast: "fail-fast", FailedSlow: "fail-slow", GaveUp: "gave-up", Hung: "HUNG",
@@ -210,6 +224,12 @@ func (s Scorecard) WriteTable(w io.Writer) error {
 			fmt.Fprintf(w, "  %s x %s: %s\n", r.Scenario, r.Tool, mismatchText(r))
 		}
 	}
+	if us := s.Unstopped(); len(us) > 0 {
+		fmt.Fprintf(w, "\n%s (%d):\n", unstoppedHead, len(us))
+		for _, r := range us {
+			fmt.Fprintf(w, "  %s x %s: %v\n", r.Scenario, r.Tool, r.StopErr)
+		}
+	}
 	return nil
 }
 
@@ -267,6 +287,12 @@ func (s Scorecard) WriteMarkdown(w io.Writer) error {
 			fmt.Fprintf(&b, "- `%s` x `%s`: %s\n", r.Scenario, r.Tool, mismatchText(r))
 		}
 	}
+	if us := s.Unstopped(); len(us) > 0 {
+		fmt.Fprintf(&b, "\n## %s\n\n", unstoppedHead)
+		for _, r := range us {
+			fmt.Fprintf(&b, "- `%s` x `%s`: %v\n", r.Scenario, r.Tool, r.StopErr)
+		}
+	}
 	if len(s.Tools) > 0 {
 		b.WriteString("\n## Tools\n\n| tool | kind | time | must pass | what |\n|---|---|---|---|---|\n")
 		for _, t := range s.Tools {
@@ -302,6 +328,7 @@ type junitCase struct {
 	Failure   *junitMessage `xml:"failure,omitempty"`
 	Error     *junitMessage `xml:"error,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
+	SystemErr string        `xml:"system-err,omitempty"`
 }
 
 type junitMessage struct {
@@ -323,6 +350,9 @@ func (s Scorecard) WriteJUnit(w io.Writer) error {
 			}
 			c := junitCase{Name: r.Scenario, Classname: t, Time: r.Wall.Seconds(),
 				SystemOut: fmt.Sprintf("verdict %s at %s: %s\n%s", r.Verdict, FormatDuration(r.ClaimAfter()), r.Reason, r.Output)}
+			if r.StopErr != nil {
+				c.SystemErr = "server not stopped after the run: " + r.StopErr.Error()
+			}
 			switch {
 			case r.Err != nil:
 				c.Error = &junitMessage{Message: r.Err.Error(), Type: "error"}
