@@ -2,6 +2,7 @@ package vtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -356,4 +357,77 @@ func TestWatchProcessHoldsTheLeader(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the clock did not move once the follower's process was quiet")
 	}
+}
+
+// slowEOFConn learns of its end 100 ms of wall time late, as a client starved of CPU does.
+type slowEOFConn struct{ net.Conn }
+
+func (c slowEOFConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return n, err
+}
+
+// A follower's server that dies with a request in its handler closes the connection: the
+// leader's client must learn of it before time moves on, however late the handler or the
+// client see the close, or the client's own timeout fires first (a container's death seen
+// 0.84 s late beside CPU hogs).
+func TestLinkedCloseReachesTheClientBeforeTimeMoves(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	leader, follower, _ := linked(t, addr)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		task := NewTask(follower)
+		defer task.End()
+		Started(r.Context())
+		defer Answered(r.Context())
+		// The death cuts the wait short once net/http's background read has seen the close:
+		// here 100 ms of wall time late, as on a loaded host.
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			<-r.Context().Done()
+			time.Sleep(100 * time.Millisecond)
+			cancel()
+		}()
+		_ = task.Sleep(ctx, 5*time.Second)
+	})}
+	Serve(srv)
+	go srv.Serve(Listen(ln, follower))
+	defer srv.Close()
+	death := follower.AfterFunc(500*time.Millisecond, func() { srv.Close() })
+	defer death.Stop()
+
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return slowEOFConn{nc}, nil
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, DialContext: DialContext(dial)}}
+	within(t, 10*time.Second, func() {
+		task := NewTask(leader)
+		defer task.End()
+		ctx, cancel := context.WithCancel(WithTask(context.Background(), task))
+		defer cancel()
+		tm := leader.AfterFunc(time.Second, func() { task.Wake(); cancel() })
+		defer tm.Stop()
+		var err error
+		RequestDuring(ctx, leader, addr, func() {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/health", nil)
+			var resp *http.Response
+			if resp, err = client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		})
+		if took := leader.Now().Sub(t0); err == nil || took != 500*time.Millisecond || errors.Is(err, context.Canceled) {
+			t.Errorf("request ended at %s with %v; want the close at 500ms", took, err)
+		}
+	})
 }
