@@ -103,13 +103,20 @@ func TestFollowerTimersInterleaveWithTheLeaders(t *testing.T) {
 // A Go client on the leader and a server on the follower hand a request over as they do on
 // one clock: the client's 3 s timeout does not fire during the handler's 1 s wait, and a
 // 500 ms one does, at 500 ms.
-func TestLinkedRequestHandOver(t *testing.T) {
+// linkedServer is a loopback listener for a follower's server, and the linked clocks.
+func linkedServer(t *testing.T) (ln net.Listener, leader, follower *Clock) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	leader, follower, _ = linked(t, ln.Addr().String())
+	return ln, leader, follower
+}
+
+func TestLinkedRequestHandOver(t *testing.T) {
+	ln, leader, follower := linkedServer(t)
 	addr := ln.Addr().String()
-	leader, follower, _ := linked(t, addr)
 	seen := make(chan time.Time, 1) // the follower's time as a handler begins
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		task := NewTask(follower)
@@ -375,12 +382,8 @@ func (c slowEOFConn) Read(p []byte) (int, error) {
 // client see the close, or the client's own timeout fires first (a container's death seen
 // 0.84 s late beside CPU hogs).
 func TestLinkedCloseReachesTheClientBeforeTimeMoves(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, leader, follower := linkedServer(t)
 	addr := ln.Addr().String()
-	leader, follower, _ := linked(t, addr)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		task := NewTask(follower)
 		defer task.End()
