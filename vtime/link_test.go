@@ -100,9 +100,6 @@ func TestFollowerTimersInterleaveWithTheLeaders(t *testing.T) {
 	}
 }
 
-// A Go client on the leader and a server on the follower hand a request over as they do on
-// one clock: the client's 3 s timeout does not fire during the handler's 1 s wait, and a
-// 500 ms one does, at 500 ms.
 // linkedServer is a loopback listener for a follower's server, and the linked clocks.
 func linkedServer(t *testing.T) (ln net.Listener, leader, follower *Clock) {
 	t.Helper()
@@ -114,6 +111,9 @@ func linkedServer(t *testing.T) (ln net.Listener, leader, follower *Clock) {
 	return ln, leader, follower
 }
 
+// A Go client on the leader and a server on the follower hand a request over as they do on
+// one clock: the client's 3 s timeout does not fire during the handler's 1 s wait, and a
+// 500 ms one does, at 500 ms.
 func TestLinkedRequestHandOver(t *testing.T) {
 	ln, leader, follower := linkedServer(t)
 	addr := ln.Addr().String()

@@ -122,7 +122,7 @@ Exit status: 0 when every must-pass tool (llmwait) reached each scenario's expec
 	f.StringVar(&o.cpuProfile, "cpuprofile", "", "write this process's CPU profile to FILE (go tool pprof), for the benchmarks")
 	_ = f.MarkHidden("cpuprofile")
 	f.StringVar(&o.image, "image", "", "fakesglang image for --container (default: build it from the source tree)")
-	f.IntVar(&o.parallel, "parallel", 0, "shell-tool pairs in flight (default 8 per core on virtual time, 16 per core at --speed S; Go-tool pairs all run at once; with --container, at most 4 containers per core run at once, whatever this is)")
+	f.IntVar(&o.parallel, "parallel", 0, "shell-tool pairs in flight (default 8 per core on virtual time, 16 per core at --speed S; Go-tool pairs all run at once; with --container, at most 4 containers per core run at once, whatever --parallel says)")
 	f.StringVar(&o.markdown, "markdown", "", "also write the scorecard as Markdown to this file")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file")
 	f.StringVar(&o.report, "report", "", "also write an HTML report with a timeline picture per run (index.html, report.md, runs/*.svg) into this directory")
