@@ -3,6 +3,7 @@ package ready
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/incident-replay/incident-replay/vtime"
 	"github.com/jonboulle/clockwork"
 )
 
@@ -27,14 +29,6 @@ func (f *fakeProc) Status() ExitStatus    { return f.st }
 // drive advances the fake clock in small steps until Wait returns, and returns what it
 // returned with the clock time it returned at.
 func drive(t *testing.T, clk *clockwork.FakeClock, spec Spec, during func(now time.Duration)) (Report, error, time.Duration) {
-	t.Helper()
-	return driveSettled(t, clk, spec, 0, during)
-}
-
-// driveSettled is drive that, with idle > 0, advances the clock only once exactly idle timers
-// wait on it (Wait between probes, none in flight): a probe then costs no fake time however
-// slowly the machine answers it, and a claim time does not drift with the load.
-func driveSettled(t *testing.T, clk *clockwork.FakeClock, spec Spec, idle int, during func(now time.Duration)) (Report, error, time.Duration) {
 	t.Helper()
 	type res struct {
 		r   Report
@@ -55,14 +49,6 @@ func driveSettled(t *testing.T, clk *clockwork.FakeClock, spec Spec, idle int, d
 		if during != nil {
 			during(clk.Since(t0))
 		}
-		if idle > 0 {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			err := clk.BlockUntilContext(ctx, idle)
-			cancel()
-			if err != nil {
-				continue // Wait may have returned; otherwise the limit ends the loop
-			}
-		}
 		clk.Advance(50 * time.Millisecond)
 		time.Sleep(300 * time.Microsecond)
 	}
@@ -70,34 +56,53 @@ func driveSettled(t *testing.T, clk *clockwork.FakeClock, spec Spec, idle int, d
 	return Report{}, nil, 0
 }
 
+// The server answers 503 until 10 s, then 200 with an empty body (SGLang's /health). The
+// claim time is exact: Wait runs on a virtual clock that the server's listener is on too, so
+// the clock moves only while no probe is in flight, however slowly the machine answers. (On a
+// fake clock stepped in wall time, a probe slow under load cost 100-250 ms of claim time.)
 func TestWaitReadyAfterWarmup(t *testing.T) {
+	clk := vtime.New(t0, vtime.Options{})
+	defer clk.Close()
+	// Wait's loop runs as this task: busy from here, it keeps the clock at 0 s until Wait waits.
+	task := vtime.NewTask(clk)
+	defer task.End()
 	var up atomic.Bool
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	up10 := clk.AfterFunc(10*time.Second, func() { up.Store(true) })
+	defer up10.Stop()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		vtime.Started(r.Context())
+		defer vtime.Answered(r.Context())
 		if r.URL.Path == "/health" && up.Load() {
 			w.WriteHeader(200) // empty body, as SGLang
 			return
 		}
 		w.WriteHeader(503)
-	}))
+	})}
+	vtime.Serve(srv)
+	go func() { _ = srv.Serve(vtime.Listen(ln, clk)) }()
 	defer srv.Close()
-	clk := clockwork.NewFakeClockAt(t0)
+
 	var events []Progress
-	rep, err, when := driveSettled(t, clk, Spec{Endpoint: srv.URL, Clock: clk, Interval: time.Second,
-		Observe: func(p Progress) { events = append(events, p) }}, 1,
-		func(now time.Duration) {
-			if now >= 10*time.Second {
-				up.Store(true)
-			}
-		})
+	ctx, cancel := context.WithTimeout(vtime.WithTask(t.Context(), task), 20*time.Second)
+	defer cancel()
+	rep, err := Wait(ctx, Spec{Endpoint: "http://" + ln.Addr().String(), Clock: clk, Interval: time.Second,
+		Observe: func(p Progress) { events = append(events, p) }})
 	if err != nil || rep.Code != CodeReady {
 		t.Fatalf("Wait = %v %+v, want ready", err, rep)
 	}
-	// Ready at t=10 s; one probe interval finds it, the confirming round goes at once.
+	last := events[len(events)-1]
+	if last.Event != "verdict" || *last.Code != 0 {
+		t.Fatalf("last event %+v, want a ready verdict", last)
+	}
+	// Ready at 10 s: one probe interval finds it, the confirming round goes at once.
+	when := time.Duration(last.T * float64(time.Second))
+	t.Logf("ready claimed at %s", when)
 	if when < 10*time.Second || when > 11*time.Second+200*time.Millisecond {
 		t.Errorf("ready claimed at %s, want within one interval of 10s", when)
-	}
-	if last := events[len(events)-1]; last.Event != "verdict" || *last.Code != 0 {
-		t.Errorf("last event %+v, want a ready verdict", last)
 	}
 }
 
