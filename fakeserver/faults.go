@@ -149,16 +149,12 @@ func (s *Server) startHolder(f *fault.Live, h fault.PortHolder, ln net.Listener)
 	if status := h.HolderStatus(f.Spec); status != 0 {
 		kind := string(f.Kind)
 		s.holder = &http.Server{ReadHeaderTimeout: ReadHeaderTimeout, MaxHeaderBytes: MaxHeaderBytes,
-			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				task := vtime.NewTask(s.clock)
-				defer task.End()
-				vtime.Started(r.Context())
-				defer vtime.Answered(r.Context())
+			Handler: vtime.Handle(s.clock, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				s.journal.add(Record{At: s.offsetNow(), Type: RecRequest, Method: r.Method, Route: r.URL.Path,
 					Status: status, Client: r.RemoteAddr, Fault: kind})
 				w.Header().Set("Content-Length", "0")
 				w.WriteHeader(status)
-			})}
+			}))}
 		if onClock {
 			vtime.Serve(s.holder)
 		}

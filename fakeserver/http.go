@@ -37,7 +37,9 @@ func (s *Server) handler() http.Handler {
 	mux.HandleFunc("/flush_cache", s.flushCache)
 	mux.HandleFunc("/metrics", s.metricsHandler)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { detail(w, http.StatusNotFound) })
-	return s.middleware(uncleanNotFound(mux))
+	// On a virtual clock a request is work from its start until its handler returns, except
+	// while the handler waits on the clock or on another part of the run.
+	return vtime.Handle(s.clock, s.middleware(uncleanNotFound(mux)))
 }
 
 // uncleanNotFound answers a path with "..", "." or "//" segments 404 as uvicorn does, where
@@ -56,13 +58,6 @@ func uncleanNotFound(mux *http.ServeMux) http.Handler {
 // line plus one journal record per request.
 func (s *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// On a virtual clock a request is work from here until its handler returns, except
-		// while the handler waits on the clock or on another part of the run.
-		task := vtime.NewTask(s.clock)
-		defer task.End()
-		r = r.WithContext(vtime.WithTask(r.Context(), task))
-		vtime.Started(r.Context())
-		defer vtime.Answered(r.Context())
 		aw := &accessWriter{ResponseWriter: w, s: s, r: r, begin: s.offsetNow()}
 		// r.Context() descends from s.deadCtx (http.Server.BaseContext), so a dying process
 		// drops every request without a per-request context of our own.

@@ -384,11 +384,7 @@ func (c slowEOFConn) Read(p []byte) (int, error) {
 func TestLinkedCloseReachesTheClientBeforeTimeMoves(t *testing.T) {
 	ln, leader, follower := linkedServer(t)
 	addr := ln.Addr().String()
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		task := NewTask(follower)
-		defer task.End()
-		Started(r.Context())
-		defer Answered(r.Context())
+	srv := &http.Server{Handler: Handle(follower, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The death cuts the wait short once net/http's background read has seen the close:
 		// here 100 ms of wall time late, as on a loaded host.
 		ctx, cancel := context.WithCancel(context.Background())
@@ -398,8 +394,8 @@ func TestLinkedCloseReachesTheClientBeforeTimeMoves(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 			cancel()
 		}()
-		_ = task.Sleep(ctx, 5*time.Second)
-	})}
+		_ = TaskFrom(r.Context()).Sleep(ctx, 5*time.Second)
+	}))}
 	Serve(srv)
 	go srv.Serve(Listen(ln, follower))
 	defer srv.Close()

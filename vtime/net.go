@@ -11,6 +11,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/jonboulle/clockwork"
 	"golang.org/x/sys/unix"
 )
 
@@ -112,6 +113,21 @@ func (k *serverConn) answer() {
 }
 
 type connKey struct{}
+
+// Handle wraps h so that each request is work on clock from the moment its handler begins
+// until it returns, except while it waits through its task (TaskFrom(r.Context())): the
+// handler runs as a task of its own, between Started and Answered. On a clock other than a
+// *Clock it is h with a plain task.
+func Handle(clock clockwork.Clock, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		task := NewTask(clock)
+		defer task.End()
+		r = r.WithContext(WithTask(r.Context(), task))
+		Started(r.Context())
+		defer Answered(r.Context())
+		h.ServeHTTP(w, r)
+	})
+}
 
 type listener struct {
 	net.Listener

@@ -70,15 +70,10 @@ func serveOnClock(t *testing.T, c *Clock, work func(ctx context.Context, task *T
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		task := NewTask(c)
-		defer task.End()
-		ctx := WithTask(r.Context(), task)
-		Started(ctx)
-		defer Answered(ctx)
-		work(ctx, task)
+	srv := &http.Server{Handler: Handle(c, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		work(r.Context(), TaskFrom(r.Context()))
 		_, _ = io.WriteString(w, "ok")
-	})}
+	}))}
 	Serve(srv)
 	vl := Listen(ln, c)
 	go func() { _ = srv.Serve(vl) }()

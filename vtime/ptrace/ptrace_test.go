@@ -140,12 +140,8 @@ func TestGoWaiterAgainstServer(t *testing.T) {
 	}
 	var probes []time.Duration
 	var mu sync.Mutex
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		task := vtime.NewTask(c)
-		defer task.End()
-		ctx := vtime.WithTask(r.Context(), task)
-		vtime.Started(ctx)
-		defer vtime.Answered(ctx)
+	srv := &http.Server{Handler: vtime.Handle(c, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, task := r.Context(), vtime.TaskFrom(r.Context())
 		at := c.Now().Sub(epoch)
 		mu.Lock()
 		probes = append(probes, at)
@@ -156,7 +152,7 @@ func TestGoWaiterAgainstServer(t *testing.T) {
 		case at < 60*time.Second:
 			_ = task.Sleep(ctx, 25*time.Second)
 		}
-	})}
+	}))}
 	vtime.Serve(srv)
 	go func() { _ = srv.Serve(vtime.Listen(ln, c)) }()
 	defer srv.Close()
