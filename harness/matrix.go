@@ -72,11 +72,6 @@ type pairJob struct {
 	cost time.Duration
 }
 
-// unrun is the result of j when it could not start: err says why.
-func (j pairJob) unrun(err error) Result {
-	return Result{Scenario: j.c.Name, Tool: j.t.Name, Err: err, MustPass: j.t.MustPass}
-}
-
 // plan splits the pairs into shell and Go jobs, each longest first.
 func (m Matrix) plan(pairs []Pair) (shell, goJobs []pairJob) {
 	for i, p := range pairs {
@@ -137,7 +132,7 @@ func (f *feeder) feed(ctx context.Context, jobs []pairJob, limit int) {
 		}
 		if ctx.Err() != nil {
 			f.mu.Lock()
-			f.results[j.i] = j.unrun(ctx.Err())
+			f.results[j.i] = Result{Scenario: j.c.Name, Tool: j.t.Name, Err: ctx.Err(), MustPass: j.t.MustPass}
 			f.mu.Unlock()
 			continue
 		}

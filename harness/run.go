@@ -52,7 +52,8 @@ type Result struct {
 	Journal []fakeserver.Record
 	Err     error // the harness could not run the pair; Verdict is empty
 	// StopErr says the server could not be stopped once the run was scored (a Docker daemon
-	// that does not answer): the verdict stands, and a sweep by label removes what is left.
+	// that does not answer): the verdict stands. A container left so carries fakeserver's run
+	// labels, and fakeserver.Sweep removes it (score does at exit).
 	StopErr error
 }
 

@@ -159,7 +159,7 @@ func (s Scorecard) Unstopped() []Result {
 }
 
 // unstoppedHead heads the list of Unstopped runs.
-const unstoppedHead = "Servers not stopped after their run (the verdicts stand; a sweep by label removes them)"
+const unstoppedHead = "Servers not stopped after their run (their verdicts stand)"
 
 var shortVerdicts = map[Verdict]string{
 	ReadyOK: "ok", ReadyLate: "late", FalseReady: "FALSE", MissedReady: "MISSED",
