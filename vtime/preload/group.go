@@ -21,7 +21,14 @@ type Group struct {
 	procFd int
 	loadFd int
 	cursor int  // /proc/loadavg's newest pid when the caches below were brought up to date
-	rescan bool // read /proc on the next scan: a member exited, its children may be orphans
+	rescan bool // look for orphans on the next scan: a member exited
+	full   bool // read all of /proc on the next scan: a registered thread no list named
+	// probed is the newest pid when every process then in /proc was last accounted for;
+	// missing, the pids of that look that /proc did not show (gone, or still being forked);
+	// procs, how many processes the last read of /proc found.
+	probed  int
+	missing []int
+	procs   int
 	// noChildren: the kernel keeps no /proc/PID/task/TID/children, so every scan reads /proc
 	noChildren bool
 	gen        uint32
@@ -113,7 +120,7 @@ func (g *Group) Idle() (idle bool, next time.Time) {
 		}
 		if g.tids[tid] == nil {
 			if g.ours(tid) {
-				g.rescan = true // a member no list named: read /proc again
+				g.full = true // a member no list named: read /proc again
 				return false, time.Time{}
 			}
 			foreign = true
@@ -360,8 +367,9 @@ func (g *Group) readTask(t *task) bool {
 // reports whether it found a new member. A fork keeps the parent's group, and the child is
 // in its parent thread's children list from the moment it exists, so the members' lists
 // name every new process. A process whose parent leaves is reparented out of those lists,
-// so /proc itself is read again once a member has exited (and every time where the kernel
-// keeps no children lists).
+// so once a member has exited the processes started since the last look are looked at one
+// by one (and all of /proc is read where that is dearer, or where the kernel keeps no
+// children lists).
 func (g *Group) scan() (found bool) {
 	if g.procFd < 0 {
 		fd, err := syscall.Open("/proc", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
@@ -372,26 +380,97 @@ func (g *Group) scan() (found bool) {
 		if g.loadFd, err = syscall.Open("/proc/loadavg", syscall.O_RDONLY|syscall.O_CLOEXEC, 0); err != nil {
 			g.loadFd = -1
 		}
-		g.rescan = true
+		g.full = true
 	}
-	if last := g.newestPid(); last != g.cursor || last <= 0 {
+	last := g.newestPid()
+	if last != g.cursor || last <= 0 {
 		g.forgetReused(g.cursor, last)
 		g.cursor = last
 	}
-	if g.rescan || g.noChildren {
-		found = g.scanProc()
+	switch {
+	case g.full || g.noChildren:
+		found = g.scanProc(last)
+	case g.rescan:
+		found = g.probe(last)
 	}
 	return g.scanChildren() || found
 }
 
-// scanProc reads /proc for the group's processes.
-func (g *Group) scanProc() (found bool) {
+// probe looks for the group's processes among those started since the last look (pids
+// after probed up to last, the newest), and among the pids that look could not find yet:
+// a fork holds its pid a moment before /proc shows the child, and the parent, which does
+// not sleep meanwhile, can exit right after it. A missing pid costs about what reading
+// eight processes' entries of /proc does, so a longer range reads /proc instead.
+func (g *Group) probe(last int) (found bool) {
+	if g.probed <= 0 || last < g.probed || (last-g.probed+len(g.missing))*8 > max(g.procs, 64) {
+		return g.scanProc(last) // also where pids wrapped around, or the newest is unknown
+	}
+	missing := g.missing
+	g.missing = nil
+	look := func(pid int) {
+		if g.members[pid] != nil {
+			return
+		}
+		if _, ok := g.others[pid]; ok {
+			return
+		}
+		switch pgrp := g.pgrpOf(pid); {
+		case pgrp == g.pgid && g.leads(pid):
+			found = g.add(pid) || found
+		case pgrp < 0:
+			g.missing = append(g.missing, pid)
+		default:
+			g.others[pid] = g.gen
+		}
+	}
+	for _, pid := range missing {
+		look(pid)
+	}
+	for pid := g.probed + 1; pid <= last; pid++ {
+		look(pid)
+	}
+	g.probed, g.rescan = last, false
+	if len(g.others) > maxOthers {
+		clear(g.others) // a cache: a pid dropped from it is read again if it shows up
+	}
+	return found
+}
+
+// leads reports whether pid is a process and not another thread of one: /proc/TID is
+// there for every thread, though /proc lists only processes.
+func (g *Group) leads(pid int) bool {
+	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/status", syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer syscall.Close(fd)
+	n, err := syscall.Read(fd, g.buf)
+	if err != nil || n <= 0 {
+		return false
+	}
+	_, rest, ok := bytes.Cut(g.buf[:n], []byte("\nTgid:"))
+	if !ok {
+		return false
+	}
+	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+		rest = rest[:i]
+	}
+	return proc.Atoi(bytes.TrimSpace(rest)) == pid
+}
+
+// maxOthers bounds the pids remembered as outside the group between reads of /proc.
+const maxOthers = 4096
+
+// scanProc reads /proc for the group's processes; last is the newest pid read before it.
+func (g *Group) scanProc(last int) (found bool) {
 	if _, err := syscall.Seek(g.procFd, 0, 0); err != nil {
 		return false
 	}
 	g.gen++
 	gen := g.gen
+	procs := 0
 	g.readDir(g.procFd, func(pid int) {
+		procs++
 		if m := g.members[pid]; m != nil {
 			m.gen = gen
 			return
@@ -415,7 +494,8 @@ func (g *Group) scanProc() (found bool) {
 			delete(g.others, pid)
 		}
 	}
-	g.rescan = false
+	g.procs, g.probed, g.missing = procs, last, g.missing[:0]
+	g.rescan, g.full = false, false
 	return found
 }
 
@@ -472,6 +552,11 @@ func (g *Group) join(pid int) bool {
 		g.others[pid] = g.gen
 		return false
 	}
+	return g.add(pid)
+}
+
+// add makes pid, in the group, a member.
+func (g *Group) add(pid int) bool {
 	fd, err := syscall.Open("/proc/"+strconv.Itoa(pid)+"/task", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return false

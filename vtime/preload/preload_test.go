@@ -501,23 +501,45 @@ func BenchmarkGroupIdle(b *testing.B) {
 	}
 }
 
+// BenchmarkSleepLoop runs a founding loop's sleeps (120 sleep processes) alone and beside
+// 600 idle processes off the clock, as many as a scored matrix keeps: every exit of a
+// member makes Idle look for orphans among the processes started since.
 func BenchmarkSleepLoop(b *testing.B) {
 	needLib(b)
 	const virt = 120 * 5 * time.Second
-	var wall time.Duration
-	for b.Loop() {
-		p, err := NewPage("", start)
-		if err != nil {
-			b.Fatal(err)
-		}
-		r := runOn(b, p, nil, nil, 60*time.Second, "bash", "-c", "for i in $(seq 120); do sleep 5; done")
-		p.Close()
-		if r.virt < virt || r.virt > virt+time.Second {
-			b.Fatalf("virtual %v, want %v", r.virt, virt)
-		}
-		wall += r.wall
+	for _, crowd := range []int{0, 600} {
+		b.Run(fmt.Sprintf("crowd=%d", crowd), func(b *testing.B) {
+			if crowd > 0 {
+				base := countProcs(b)
+				startGroup(b, nil, nil, io.Discard, "bash", "-c", fmt.Sprintf("for i in $(seq %d); do sleep 1000 & done; wait", crowd))
+				for deadline := time.Now().Add(10 * time.Second); countProcs(b) < base+crowd && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+			var wall time.Duration
+			for b.Loop() {
+				p, err := NewPage("", start)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r := runOn(b, p, nil, nil, 60*time.Second, "bash", "-c", "for i in $(seq 120); do sleep 5; done")
+				p.Close()
+				if r.virt < virt || r.virt > virt+time.Second {
+					b.Fatalf("virtual %v, want %v", r.virt, virt)
+				}
+				wall += r.wall
+			}
+			b.ReportMetric(float64(wall.Milliseconds())/float64(b.N)/virt.Minutes(), "wall-ms/virtual-min")
+		})
 	}
-	b.ReportMetric(float64(wall.Milliseconds())/float64(b.N)/virt.Minutes(), "wall-ms/virtual-min")
+}
+
+func countProcs(b *testing.B) int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return len(ents)
 }
 
 // A handshake with a loopback peer that is still on its way (here held up for good: the
@@ -640,5 +662,35 @@ os.read(0, 1)`)
 			t.Fatalf("idle at look %d with a thread spinning", i)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// An orphan in the group holds the clock. The subshell that starts the spinning loop exits
+// between two looks, so no children list ever names the loop: it is found among the
+// processes started since the last look, once a member has exited.
+func TestOrphanHoldsTheClock(t *testing.T) {
+	needLib(t)
+	p := newPage(t)
+	_, g := startGroup(t, p, nil, io.Discard, "bash", "-c", "sleep 1; ( (while :; do :; done) & ); exec sleep 5")
+	var next time.Time
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		var idle bool
+		if idle, next = g.Idle(); idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the group never went idle in its first sleep")
+		}
+	}
+	if want := start.Add(time.Second); !next.Equal(want) {
+		t.Fatalf("next deadline %v, want %v", next.Sub(start), time.Second)
+	}
+	p.Set(next)
+	time.Sleep(200 * time.Millisecond) // the subshell forks the loop and exits unseen
+	for i := 0; i < 500; i++ {
+		if idle, next := g.Idle(); idle {
+			t.Fatalf("idle (next %v) at call %d while an orphaned loop spins", next.Sub(start), i)
+		}
+		time.Sleep(200 * time.Microsecond)
 	}
 }
