@@ -407,7 +407,7 @@ func (g *Group) probe(last int) (found bool) {
 	}
 	missing := g.missing
 	g.missing = nil
-	look := func(pid int) {
+	look := func(pid int, again bool) {
 		if g.members[pid] != nil {
 			return
 		}
@@ -418,16 +418,18 @@ func (g *Group) probe(last int) (found bool) {
 		case pgrp == g.pgid && g.leads(pid):
 			found = g.add(pid) || found
 		case pgrp < 0:
-			g.missing = append(g.missing, pid)
+			if !again { // missing at two looks: taken for gone
+				g.missing = append(g.missing, pid)
+			}
 		default:
 			g.others[pid] = g.gen
 		}
 	}
 	for _, pid := range missing {
-		look(pid)
+		look(pid, true)
 	}
 	for pid := g.probed + 1; pid <= last; pid++ {
-		look(pid)
+		look(pid, false)
 	}
 	g.probed, g.rescan = last, false
 	if len(g.others) > maxOthers {
