@@ -193,9 +193,8 @@ func (w *procWatch) Close() {
 // signalPending reports whether a /proc/PID/status text shows a signal pending for the
 // process (ShdPnd) or its main thread (SigPnd).
 func signalPending(status []byte) bool {
-	for line := range bytes.Lines(status) {
-		k, v, ok := bytes.Cut(line, []byte(":"))
-		if ok && (string(k) == "ShdPnd" || string(k) == "SigPnd") && len(bytes.Trim(bytes.TrimSpace(v), "0")) != 0 {
+	for _, key := range []string{"ShdPnd", "SigPnd"} {
+		if len(bytes.Trim(proc.StatusValue(status, key), "0")) != 0 {
 			return true
 		}
 	}

@@ -1,4 +1,5 @@
-// Package proc reads /proc/PID/stat, the one place the module parses it.
+// Package proc reads /proc/PID/stat and picks fields out of /proc/PID/status, the one place
+// the module parses them.
 package proc
 
 import (

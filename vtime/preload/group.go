@@ -450,14 +450,7 @@ func (g *Group) leads(pid int) bool {
 	if err != nil || n <= 0 {
 		return false
 	}
-	_, rest, ok := bytes.Cut(g.buf[:n], []byte("\nTgid:"))
-	if !ok {
-		return false
-	}
-	if i := bytes.IndexByte(rest, '\n'); i >= 0 {
-		rest = rest[:i]
-	}
-	return proc.Atoi(bytes.TrimSpace(rest)) == pid
+	return proc.Atoi(proc.StatusValue(g.buf[:n], "Tgid")) == pid
 }
 
 // maxOthers bounds the pids remembered as outside the group between reads of /proc.

@@ -11,12 +11,12 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 	"unsafe"
 
+	"github.com/incident-replay/incident-replay/internal/proc"
 	"github.com/incident-replay/incident-replay/vtime"
 )
 
@@ -447,12 +447,8 @@ func (t *Tracee) ofReleased(tid int) bool {
 	if err != nil {
 		return false
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok || (k != "Tgid" && k != "PPid") {
-			continue
-		}
-		if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n != tid && t.left[n] {
+	for _, key := range []string{"Tgid", "PPid"} {
+		if n := proc.Atoi(proc.StatusValue(b, key)); n > 0 && n != tid && t.left[n] {
 			return true
 		}
 	}

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/incident-replay/incident-replay/internal/proc"
 )
 
 type route struct {
@@ -47,12 +49,11 @@ func rssKB(pid int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			return strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(v), " kB"))
-		}
+	v := proc.StatusValue(b, "VmRSS")
+	if v == nil {
+		return 0, errors.New("no VmRSS line")
 	}
-	return 0, errors.New("no VmRSS line")
+	return strconv.Atoi(strings.TrimSuffix(string(v), " kB"))
 }
 
 func main() {
