@@ -87,18 +87,22 @@ func Started(ctx context.Context) {
 }
 
 // Answered tells the clock that the handler serving ctx's request has answered: a client task
-// on the other end is busy from now on (its answer is on its way), and the connection holds
-// the clock until net/http has written the whole answer (ConnState idle or closed), so a
-// client that is a process (curl) has it before time moves.
+// on the other end is busy from now on (its answer is on its way; a close that cut the request
+// short has told it already), and the connection holds the clock until net/http has written
+// the whole answer (ConnState idle or closed), so a client that is a process (curl) has it
+// before time moves.
 func Answered(ctx context.Context) {
 	if k, ok := ctx.Value(connKey{}).(*serverConn); ok {
 		k.mu.Lock()
 		if k.flushing == nil {
 			k.flushing = k.c.Hold()
 		}
+		asked := k.asked
 		k.asked = false
 		k.mu.Unlock()
-		k.answer()
+		if asked {
+			k.answer()
+		}
 	}
 }
 
