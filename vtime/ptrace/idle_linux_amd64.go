@@ -16,10 +16,10 @@ import (
 )
 
 // Idle implements vtime.Participant: the tracee can make no progress until virtual time
-// moves when no interrupt is on its way, no registered wait is due, every thread sleeps in
-// the kernel, off the CPU, and did not run between two reads of its state, and no CPU's
-// backlog holds packets (see backlogged). A thread stopped for the tracer is busy: the
-// tracer has work to do for it.
+// moves when no interrupt is on its way, no registered wait is due, no loopback connect is
+// in SYN-SENT (see handshake), every thread sleeps in the kernel, off the CPU, and did not
+// run between two reads of its state, and no CPU's backlog holds packets (see backlogged).
+// A thread stopped for the tracer is busy: the tracer has work to do for it.
 func (t *Tracee) Idle() (bool, time.Time) {
 	t.mu.Lock()
 	if !t.started || t.helping || (t.exited && !t.recorded) {
@@ -31,6 +31,10 @@ func (t *Tracee) Idle() (bool, time.Time) {
 			t.mu.Unlock()
 			return false, time.Time{}
 		}
+	}
+	if len(t.shakes) > 0 && t.handshaking() {
+		t.mu.Unlock()
+		return false, time.Time{}
 	}
 	var next int64
 	for _, w := range t.waits {
@@ -106,9 +110,8 @@ func (t *Tracee) Idle() (bool, time.Time) {
 // loopback peer returns before the kernel has delivered it when a loaded host defers that
 // work to ksoftirqd; its threads then sleep in epoll, and the handshake, the refusal (RST) or
 // the request waits in a CPU's backlog where no one sees it, and a dial's timeout can fire
-// first (most likely why llmwait's launch once ended 1 s late beside two CPU hogs: its check
-// that nothing accepts on the port dials with a 1 s timeout). Unlike the LD_PRELOAD library, the
-// tracer does not stop at those calls, so the tracee is busy while any backlog holds packets.
+// first. The tracer stops at loopback connects (see handshake) but not at writes, so the
+// tracee is busy while any backlog holds packets.
 var backlogged = vtime.Backlogged
 
 // Stage implements vtime.Staged: the tracee's processes hand requests, output and launched

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -357,4 +358,60 @@ func TestBacklogHoldsTheTracee(t *testing.T) {
 	if got := c.Now().Sub(epoch); got < 300*time.Second {
 		t.Errorf("the clock is at %v after a 300 s sleep", got)
 	}
+}
+
+// A loopback connect whose handshake is on its way holds the clock: here a listener whose
+// full accept queue drops the SYN keeps the dialer in SYN-SENT, as a loaded host's deferred
+// softirq work does for a moment. The clock stays put although the dialer sleeps in epoll
+// with a 5 s timeout, and moves once the hold's real-time bound has passed.
+func TestHandshakeHoldsTheClock(t *testing.T) {
+	bin := build(t, "dialer")
+	ln, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(ln)
+	if err := syscall.Bind(ln, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Listen(ln, 0); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(ln)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", itoa(int64(sa.(*syscall.SockaddrInet4).Port)))
+	full, err := net.DialTimeout("tcp", addr, 2*time.Second) // a backlog of 0 queues one connection
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer full.Close()
+	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	c := vtime.New(epoch, vtime.Options{})
+	defer c.Close()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pr.Close()
+	tr, err := Start(c, Options{Argv: []string{bin, addr, "5s"}, Env: os.Environ(), Out: pw})
+	pw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	out := bufio.NewScanner(pr)
+	if !out.Scan() || out.Text() != "dialing" {
+		t.Fatalf("dialer: %q", out.Text())
+	}
+	time.Sleep(handshakeMax / 3) // the driver's looks, each of which would jump without the hold
+	if moved := c.Now().Sub(epoch); moved >= 5*time.Second {
+		t.Fatalf("the clock moved %v while the dialer's SYN was unanswered", moved)
+	}
+	if !out.Scan() || out.Text() != "timeout 5s" {
+		t.Fatalf("dialer: %q, want its 5 s timeout once the hold's bound passed", out.Text())
+	}
+	<-tr.Done()
+	tr.Recorded()
 }

@@ -92,7 +92,7 @@ func (t *Tracee) seccompStop(th *thread) {
 	if th.fix != clockNone && t.answerTime(th, &regs) {
 		th.fix = clockNone
 	}
-	th.in = th.fix != clockNone || th.w != nil
+	th.in = th.fix != clockNone || th.w != nil || th.shake != nil
 }
 
 // answerTime answers a time read at its entry, so that it costs one stop instead of two: it
@@ -150,10 +150,11 @@ func timeResult(nr uint64, now int64, r *syscall.PtraceRegs) (addr uintptr, b [1
 }
 
 // enter looks at a call about to run: a time read is marked for its exit, a timed wait is
-// registered with its virtual deadline and made unbounded.
+// registered with its virtual deadline and made unbounded, a loopback connect is watched
+// until its handshake is done (see handshake).
 func (t *Tracee) enter(th *thread, r *syscall.PtraceRegs) {
 	nr := r.Orig_rax
-	th.nr, th.fix, th.w = nr, clockNone, nil
+	th.nr, th.fix, th.w, th.shake = nr, clockNone, nil, nil
 	restart := th.restart
 	th.restart.nr = 0
 	deadline := func(rel int64) int64 {
@@ -165,6 +166,11 @@ func (t *Tracee) enter(th *thread, r *syscall.PtraceRegs) {
 	switch nr {
 	case sysClockGettime:
 		th.fix = kindOf(r.Rdi)
+	case syscall.SYS_CONNECT:
+		if loopbackAddr(th.tid, r.Rsi, r.Rdx) {
+			th.shake = &handshake{pid: th.proc, fd: int(int32(r.Rdi)), since: time.Now()}
+			t.shakes = append(t.shakes, th.shake)
+		}
 	case syscall.SYS_GETTIMEOFDAY, syscall.SYS_TIME:
 		th.fix = clockReal
 	case syscall.SYS_NANOSLEEP:
@@ -262,6 +268,10 @@ func (t *Tracee) block(th *thread, r *syscall.PtraceRegs, deadline, result int64
 // registers back and, when its deadline ended it, the result of a timeout.
 func (t *Tracee) exit(th *thread, r *syscall.PtraceRegs) {
 	ret := int64(r.Rax)
+	if th.shake != nil {
+		th.shake.returned = true
+		th.shake = nil
+	}
 	if th.fix != clockNone && ret >= 0 {
 		t.writeTime(th, r)
 	}

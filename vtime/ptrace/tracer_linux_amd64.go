@@ -49,6 +49,7 @@ type Tracee struct {
 	started  bool
 	threads  map[int]*thread
 	waits    map[int]*wait // registered timed waits, by thread
+	shakes   []*handshake  // loopback connects that may still be on their way
 	kicks    map[int]int   // SIGURGs sent to end a wait and not yet dropped, by thread
 	stops    uint64        // ptrace stops handled: Idle's sign that the tracer worked meanwhile
 	exited   bool
@@ -72,8 +73,9 @@ type thread struct {
 	// spinning (sysmon, lock back-off), never the program's waits (see runtimeSpin).
 	goRuntime bool
 	nr        uint64
-	fix       clockKind // at the exit: write the virtual time
-	w         *wait     // the current call's registered wait
+	fix       clockKind  // at the exit: write the virtual time
+	w         *wait      // the current call's registered wait
+	shake     *handshake // the current call's loopback connect
 	saved     syscall.PtraceRegs
 	restart   struct { // a registered wait another signal interrupted, for its restart
 		nr       uint64
