@@ -214,12 +214,12 @@ func (t *childTarget) accept() {
 	close(t.done)
 }
 
-// awaitGone waits, at most max of wall time, until the server process has exited (a zombie
-// or reaped).
+// awaitGone waits, at most max of wall time, until the server process has exited and its
+// parent can have heard of it (reaped, or a zombie no tracer holds: see exitUnreported).
 func (t *childTarget) awaitGone(max time.Duration) {
 	deadline := time.Now().Add(max)
 	for time.Now().Before(deadline) {
-		if pid := t.serverPID(); pid == 0 || !alive(pid) {
+		if pid := t.serverPID(); pid == 0 || exitReported(pid) {
 			return
 		}
 		time.Sleep(2 * time.Millisecond)

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"os"
 	"strconv"
 	"sync"
 	"syscall"
@@ -41,7 +42,8 @@ func newProcWatch(pid int) *procWatch {
 // SIGTERM to its server was otherwise unseen from the kill until the server's handler ran;
 // on a loaded host the clock jumped first, to the launcher's grace timer (llmwait-launch
 // claimed 0.3-5 s late in 8 of 20 runs of five such cells beside two CPU hogs). A process
-// that is gone, or stopped by a signal (it cannot run), is not busy.
+// that is gone, or stopped by a signal (it cannot run), is not busy; a zombie is, until its
+// parent can have heard of its exit (see exitUnreported).
 func (w *procWatch) busy() bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -72,7 +74,7 @@ func (w *procWatch) busy() bool {
 		w.close() // a kept file of a process that is gone
 		return false
 	}
-	if signalPending(w.buf[:n]) {
+	if signalPending(w.buf[:n]) || exitUnreported(w.buf[:n]) {
 		return true
 	}
 	tids, err := w.list(dir + "/task")
@@ -199,4 +201,29 @@ func signalPending(status []byte) bool {
 		}
 	}
 	return false
+}
+
+// exitUnreported reports whether a /proc/PID/status text shows a process that has exited
+// while a tracer still holds it. A launched server under a traced tool stays a tracee: its
+// exit goes to the tracer first, and its parent's wait returns only once the tracer has
+// waited for it. Until then the parent sleeps on and looks idle, and the clock could jump past
+// the exit to the parent's next timer when the tracer is slow to wait.
+func exitUnreported(status []byte) bool {
+	st := proc.StatusValue(status, "State")
+	if len(st) == 0 || (st[0] != 'Z' && st[0] != 'X') {
+		return false
+	}
+	tracer := proc.StatusValue(status, "TracerPid")
+	return len(tracer) > 0 && !bytes.Equal(tracer, []byte("0"))
+}
+
+// exitReported reports whether process pid has exited and its parent can have heard of it:
+// it is gone, or a zombie no tracer holds.
+func exitReported(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return true
+	}
+	st := proc.StatusValue(b, "State")
+	return len(st) > 0 && (st[0] == 'Z' || st[0] == 'X') && !exitUnreported(b)
 }

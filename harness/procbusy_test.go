@@ -3,9 +3,12 @@ package harness
 import (
 	"bufio"
 	"os/exec"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestSignalPending(t *testing.T) {
@@ -22,6 +25,70 @@ func TestSignalPending(t *testing.T) {
 		if got := signalPending([]byte(c.status)); got != c.want {
 			t.Errorf("%s: signalPending = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+func TestExitUnreported(t *testing.T) {
+	for _, c := range []struct {
+		name, status string
+		want         bool
+	}{
+		{"running", "State:\tS (sleeping)\nTracerPid:\t812\n", false},
+		{"zombie, untraced", "State:\tZ (zombie)\nTracerPid:\t0\n", false},
+		{"zombie, traced", "State:\tZ (zombie)\nTracerPid:\t812\n", true},
+		{"dead, traced", "State:\tX (dead)\nTracerPid:\t812\n", true},
+		{"no tracer line", "State:\tZ (zombie)\n", false},
+		{"truncated", "State:", false},
+	} {
+		if got := exitUnreported([]byte(c.status)); got != c.want {
+			t.Errorf("%s: exitUnreported = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// A traced child that has exited is a zombie its parent cannot wait for until the tracer has:
+// busy, and not reported, until then. Here the tracer is the parent, so its wait reaps it.
+func TestTracedZombie(t *testing.T) {
+	runtime.LockOSThread() // ptrace requests come from the thread that traces
+	defer runtime.UnlockOSThread()
+	cmd := exec.Command("/bin/true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	if err := cmd.Start(); err != nil {
+		t.Skipf("ptrace: %v", err)
+	}
+	pid := cmd.Process.Pid
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
+		t.Fatalf("no stop at exec: %v %v", ws, err)
+	}
+	w := newProcWatch(pid)
+	defer w.Close()
+	if err := syscall.PtraceCont(pid, 0); err != nil {
+		t.Fatal(err)
+	}
+	zombie := false
+	for range 500 { // WNOWAIT leaves the zombie as it is
+		var info unix.Siginfo
+		if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT|unix.WNOHANG, nil); err != nil {
+			t.Fatal(err)
+		}
+		if info.Signo == int32(syscall.SIGCHLD) {
+			zombie = true
+			break
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if !zombie {
+		t.Fatal("the traced child did not exit")
+	}
+	if !w.busy() || exitReported(pid) {
+		t.Fatal("a traced zombie counts as an exit its parent has heard of")
+	}
+	if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || !ws.Exited() {
+		t.Fatalf("reap: %v %v", ws, err)
+	}
+	if w.busy() || !exitReported(pid) {
+		t.Fatal("a reaped process still counts as running")
 	}
 }
 
