@@ -13,9 +13,9 @@ import (
 // A connect to a loopback peer sends its SYN, and gets the answer (SYN-ACK or RST), through a
 // CPU's backlog. On a loaded host ksoftirqd does that work, and a Go program's connect returns
 // EINPROGRESS with the handshake still on its way while its threads sleep in epoll, seen
-// idle: the dial's timeout could fire first. The backlog check (backlogged) misses the
-// packet while ksoftirqd holds it between the queue and the socket, and llmwait's check that
-// nothing accepts on a stopped server's port (a 1 s dial) still timed out in 4 of 400 runs of
+// idle: the dial's timeout could fire first. The backlog check (backlogged) most likely misses
+// the packet while ksoftirqd carries it from the queue to the socket: llmwait's check that
+// nothing accepts on a stopped server's port (a 1 s dial) still timed out in 9 of 776 runs of
 // a watchdog cell beside two CPU hogs. So the tracer stops at loopback connects, and the
 // tracee is busy while such a socket is in SYN-SENT, as the LD_PRELOAD library holds the
 // clock for a shell tool.
