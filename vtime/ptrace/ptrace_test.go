@@ -59,17 +59,8 @@ func runOn(t *testing.T, c *vtime.Clock, argv ...string) ([]string, int, time.Du
 // and the wall time.
 func trace(t *testing.T, c *vtime.Clock, argv ...string) ([]string, *Tracee, time.Duration) {
 	t.Helper()
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
 	begin := time.Now()
-	tr, err := Start(c, Options{Argv: argv, Env: os.Environ(), Out: pw})
-	pw.Close()
-	if err != nil {
-		pr.Close()
-		t.Fatal(err)
-	}
+	tr, pr := startPiped(t, c, Options{Argv: argv, Env: os.Environ()})
 	var lines []string
 	read := make(chan struct{})
 	go func() {
@@ -93,6 +84,24 @@ func trace(t *testing.T, c *vtime.Clock, argv ...string) ([]string, *Tracee, tim
 	tr.Recorded()
 	tr.Close()
 	return lines, tr, wall
+}
+
+// startPiped starts o traced on c with its output on a pipe, and returns the tracee and the
+// pipe's read end.
+func startPiped(t *testing.T, c *vtime.Clock, o Options) (*Tracee, *os.File) {
+	t.Helper()
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Out = pw
+	tr, err := Start(c, o)
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		t.Fatal(err)
+	}
+	return tr, pr
 }
 
 func TestGoSleepsOnVirtualTime(t *testing.T) {
@@ -278,18 +287,10 @@ func TestRelease(t *testing.T) {
 		t.Run(map[bool]string{false: "filtered", true: "every-call"}[every], func(t *testing.T) {
 			c := vtime.New(epoch, vtime.Options{})
 			defer c.Close()
-			pr, pw, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pr.Close()
 			script := kept + " +%s; " + released + " +%s; " + kept + " +%s"
-			tr, err := Start(c, Options{Argv: []string{sh, "-c", script}, Env: os.Environ(), Out: pw,
+			tr, pr := startPiped(t, c, Options{Argv: []string{sh, "-c", script}, Env: os.Environ(),
 				Release: []string{released}, EveryCall: every})
-			pw.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
+			defer pr.Close()
 			defer tr.Close()
 			out, _ := io.ReadAll(pr)
 			<-tr.Done()
@@ -390,16 +391,8 @@ func TestHandshakeHoldsTheClock(t *testing.T) {
 	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	c := vtime.New(epoch, vtime.Options{})
 	defer c.Close()
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, pr := startPiped(t, c, Options{Argv: []string{bin, addr, "5s"}, Env: os.Environ()})
 	defer pr.Close()
-	tr, err := Start(c, Options{Argv: []string{bin, addr, "5s"}, Env: os.Environ(), Out: pw})
-	pw.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer tr.Close()
 	out := bufio.NewScanner(pr)
 	if !out.Scan() || out.Text() != "dialing" {
