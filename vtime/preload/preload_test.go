@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/incident-replay/incident-replay/internal/testnet"
 )
 
 // start is the scenario time every test's page begins at: 1735689600.
@@ -551,27 +552,10 @@ func TestHandshakeOnItsWayHoldsTheClock(t *testing.T) {
 		t.Skip("curl not installed")
 	}
 	needLib(t)
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Close(fd)
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, _ := syscall.Getsockname(fd)
-	port := sa.(*syscall.SockaddrInet4).Port
-	first, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port)) // fills the queue
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.Close()
+	addr := testnet.FullListener(t)
 
 	p := newPage(t)
-	_, g := startGroup(t, p, nil, io.Discard, "curl", "-s", "--connect-timeout", "30", "http://127.0.0.1:"+strconv.Itoa(port)+"/")
+	_, g := startGroup(t, p, nil, io.Discard, "curl", "-s", "--connect-timeout", "30", "http://"+addr+"/")
 	for deadline := time.Now().Add(500 * time.Millisecond); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if idle, next := g.Idle(); idle {
 			t.Fatalf("curl is idle (next deadline %v) while its SYN has not reached the listener", next.Sub(start))

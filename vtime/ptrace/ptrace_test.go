@@ -12,10 +12,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/incident-replay/incident-replay/internal/testnet"
 	"github.com/incident-replay/incident-replay/vtime"
 )
 
@@ -367,27 +367,7 @@ func TestBacklogHoldsTheTracee(t *testing.T) {
 // with a 5 s timeout, and moves once the hold's real-time bound has passed.
 func TestHandshakeHoldsTheClock(t *testing.T) {
 	bin := build(t, "dialer")
-	ln, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Close(ln)
-	if err := syscall.Bind(ln, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(ln, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(ln)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := net.JoinHostPort("127.0.0.1", itoa(int64(sa.(*syscall.SockaddrInet4).Port)))
-	full, err := net.DialTimeout("tcp", addr, 2*time.Second) // a backlog of 0 queues one connection
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer full.Close()
+	addr := testnet.FullListener(t)
 	epoch := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	c := vtime.New(epoch, vtime.Options{})
 	defer c.Close()
