@@ -209,21 +209,19 @@ func signalPending(status []byte) bool {
 // waited for it. Until then the parent sleeps on and looks idle, and the clock could jump past
 // the exit to the parent's next timer when the tracer is slow to wait.
 func exitUnreported(status []byte) bool {
-	st := proc.StatusValue(status, "State")
-	if len(st) == 0 || (st[0] != 'Z' && st[0] != 'X') {
-		return false
-	}
 	tracer := proc.StatusValue(status, "TracerPid")
-	return len(tracer) > 0 && !bytes.Equal(tracer, []byte("0"))
+	return exited(status) && len(tracer) > 0 && !bytes.Equal(tracer, []byte("0"))
+}
+
+// exited reports whether a /proc/PID/status text shows a zombie (or a dead process).
+func exited(status []byte) bool {
+	st := proc.StatusValue(status, "State")
+	return len(st) > 0 && (st[0] == 'Z' || st[0] == 'X')
 }
 
 // exitReported reports whether process pid has exited and its parent can have heard of it:
 // it is gone, or a zombie no tracer holds.
 func exitReported(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return true
-	}
-	st := proc.StatusValue(b, "State")
-	return len(st) > 0 && (st[0] == 'Z' || st[0] == 'X') && !exitUnreported(b)
+	return err != nil || (exited(b) && !exitUnreported(b))
 }

@@ -4,6 +4,7 @@ package ptrace
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"syscall"
 	"time"
 
@@ -34,7 +35,7 @@ type handshake struct {
 }
 
 // loopbackAddr reports whether the sockaddr of length n at addr in thread tid's memory is a
-// loopback IPv4 or IPv6 address (an IPv4-mapped one too).
+// loopback address (see loopbackSockaddr).
 func loopbackAddr(tid int, addr, n uint64) bool {
 	var b [24]byte
 	if addr == 0 || n < 8 {
@@ -44,16 +45,20 @@ func loopbackAddr(tid int, addr, n uint64) bool {
 	if c, err := syscall.PtracePeekData(tid, uintptr(addr), b[:m]); err != nil || c < m {
 		return false
 	}
+	return loopbackSockaddr(b[:m])
+}
+
+// loopbackSockaddr reports whether sockaddr b is a loopback IPv4 or IPv6 address (an
+// IPv4-mapped one too).
+func loopbackSockaddr(b []byte) bool {
+	if len(b) < 8 {
+		return false
+	}
 	switch binary.LittleEndian.Uint16(b[:2]) {
 	case syscall.AF_INET:
-		return b[4] == 127
+		return netip.AddrFrom4([4]byte(b[4:8])).IsLoopback()
 	case syscall.AF_INET6:
-		if m < 24 {
-			return false
-		}
-		a := b[8:24]
-		mapped := binary.BigEndian.Uint64(a[:8]) == 0 && binary.BigEndian.Uint32(a[8:12]) == 0xffff
-		return (binary.BigEndian.Uint64(a[:8]) == 0 && binary.BigEndian.Uint64(a[8:]) == 1) || (mapped && a[12] == 127)
+		return len(b) >= 24 && netip.AddrFrom16([16]byte(b[8:24])).Unmap().IsLoopback()
 	}
 	return false
 }
